@@ -1,0 +1,199 @@
+"""Typer front end: one command per registry tool, plus the workflow commands in ``commands/``.
+
+Tool commands are generated from each tool's input model, so the CLI never drifts from the
+registry. Contract (design.md): ``--json`` prints exactly the output model; exit 0 ok, 1 the
+verdict is a failure, 2 bad input/usage with ``{"error": ...}`` on stdout under ``--json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import json
+import pkgutil
+import sys
+import types
+import typing
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+from pydantic.fields import FieldInfo
+
+from acc_agent.errors import AccAgentError
+from acc_agent.registry import ToolSpec, all_tools
+
+_SCALARS = (bool, int, float, str)
+
+
+def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return annotation, False
+
+
+def _cli_type(annotation: Any) -> tuple[Any, str]:
+    """Map a model field type to what typer can parse; complex types travel as strings."""
+    inner, _ = _unwrap_optional(annotation)
+    if typing.get_origin(inner) is Annotated:
+        inner = typing.get_args(inner)[0]
+    if inner in _SCALARS:
+        return inner, ""
+    if inner is Path or (isinstance(inner, type) and issubclass(inner, Path)):
+        return str, ""
+    if typing.get_origin(inner) is Literal:
+        choices = [str(c) for c in typing.get_args(inner)]
+        return str, "one of: " + ", ".join(choices)
+    if isinstance(inner, type) and issubclass(inner, Enum):
+        return str, "one of: " + ", ".join(str(m.value) for m in inner)
+    origin = typing.get_origin(inner)
+    if origin in (list, tuple, set):
+        return str, "comma-separated list"
+    return str, "JSON or the documented short form"
+
+
+def _field_help(finfo: FieldInfo, extra: str) -> str:
+    text = finfo.description or ""
+    if extra:
+        text = f"{text} ({extra})" if text else extra
+    return text
+
+
+def _build_command(spec: ToolSpec) -> typing.Callable[..., None]:
+    """Make a function whose signature typer turns into the tool's arguments and options."""
+    params: list[inspect.Parameter] = []
+    annotations: dict[str, Any] = {}
+    fields = spec.input_model.model_fields
+    ordered = [n for n in spec.positional if n in fields] + [n for n in fields if n not in spec.positional]
+    for fname in ordered:
+        finfo = fields[fname]
+        cli_type, extra = _cli_type(finfo.annotation)
+        required = finfo.is_required()
+        help_text = _field_help(finfo, extra)
+        opt_name = "--" + fname.replace("_", "-")
+        if fname in spec.positional:
+            marker: Any = typer.Argument(help=help_text, show_default=False)
+            default: Any = inspect.Parameter.empty if required else None
+            ann: Any = Annotated[cli_type if required else typing.Optional[cli_type], marker]  # noqa: UP045
+        elif cli_type is bool:
+            default_bool = False if required else bool(finfo.get_default(call_default_factory=True))
+            flag = f"{opt_name}/--no-{fname.replace('_', '-')}"
+            marker = typer.Option(flag, help=help_text)
+            default = default_bool
+            ann = Annotated[bool, marker]
+        else:
+            marker = typer.Option(opt_name, help=help_text, show_default=False)
+            default = inspect.Parameter.empty if required else None
+            ann = Annotated[cli_type if required else typing.Optional[cli_type], marker]  # noqa: UP045
+        params.append(inspect.Parameter(fname, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=ann))
+        annotations[fname] = ann
+    json_ann = Annotated[bool, typer.Option("--json", help="Print exactly the tool's output model as JSON on stdout.")]
+    params.append(inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=json_ann))
+    annotations["as_json"] = json_ann
+
+    def command(**kwargs: Any) -> None:
+        as_json = bool(kwargs.pop("as_json", False))
+        arguments: dict[str, Any] = {}
+        for key, value in kwargs.items():
+            if value is None:
+                continue
+            finfo = fields[key]
+            if isinstance(value, bool) and value == finfo.get_default(call_default_factory=True):
+                continue
+            if isinstance(value, str) and value[:1] in "[{" and _cli_type(finfo.annotation)[1]:
+                with contextlib.suppress(json.JSONDecodeError):
+                    value = json.loads(value)
+            arguments[key] = value
+        raise typer.Exit(run_tool_command(spec, arguments, as_json))
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = annotations
+    command.__name__ = spec.name
+    command.__doc__ = spec.description
+    return command
+
+
+def emit_error(err: AccAgentError, as_json: bool) -> int:
+    if as_json:
+        sys.stdout.write(json.dumps(err.to_dict(), ensure_ascii=False) + "\n")
+    else:
+        sys.stderr.write(f"error: {err.message}" + (f" [{err.path}]" if err.path else "") + "\n")
+        if err.hint:
+            sys.stderr.write(f"hint: {err.hint}\n")
+    return 2
+
+
+def run_tool_command(spec: ToolSpec, arguments: dict[str, Any], as_json: bool) -> int:
+    """Run one tool for the CLI and return the exit code of the public contract."""
+    try:
+        result = spec.run(arguments)
+    except AccAgentError as err:
+        return emit_error(err, as_json)
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    elif spec.text_renderer is not None:
+        sys.stdout.write(spec.text_renderer(result).rstrip("\n") + "\n")
+    else:
+        sys.stdout.write(f"[{result.verdict}] {result.summary}\n")
+    return 1 if result.is_failure() else 0
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(
+        no_args_is_help=True,
+        add_completion=False,
+        help="acc-agent: check a GPU→Ascend NPU migration (environment, baseline, short run, "
+        "performance, accuracy) and write Mig_Readme.md, Compare.md and Mig_report.md.",
+    )
+
+    @app.callback()
+    def root(
+        version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+    ) -> None:
+        """acc-agent: check a GPU→Ascend NPU migration and write its reports."""
+        if version:
+            from acc_agent import __version__
+
+            typer.echo(__version__)
+            raise typer.Exit(0)
+
+    for spec in all_tools().values():
+        first_line = spec.description.splitlines()[0] if spec.description else ""
+        app.command(name=spec.cli_name, help=spec.description, short_help=first_line)(_build_command(spec))
+    import acc_agent.commands as commands_pkg
+
+    for info in sorted(pkgutil.iter_modules(commands_pkg.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"acc_agent.commands.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(app)
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point; usage errors under ``--json`` still print the structured error on stdout."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    app = build_app()
+    if "--json" not in args:
+        app(args=args, prog_name="acc-agent")
+        return
+    from typer._click.exceptions import UsageError  # typer vendors click since 0.26
+
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=args, prog_name="acc-agent", standalone_mode=False)
+    except UsageError as exc:
+        err = AccAgentError("usage", exc.format_message(), hint="Run the command with --help.")
+        raise SystemExit(emit_error(err, as_json=True)) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

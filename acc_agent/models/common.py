@@ -1,0 +1,58 @@
+"""Pieces every tool model shares: the output base, evidence, and CLI-friendly list types.
+
+Every output carries ``verdict`` + ``summary`` + ``evidence`` so that nothing a report prints is
+unsourced, and so front ends (CLI exit codes, MCP, reports) can treat all tools alike.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+
+def _split_csv(value: Any) -> Any:
+    """Accept ``"1,8"`` or ``"[1, 8]"`` from a command line as well as a real list."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
+
+
+CsvInts = Annotated[list[int], BeforeValidator(_split_csv)]
+CsvFloats = Annotated[list[float], BeforeValidator(_split_csv)]
+CsvStrs = Annotated[list[str], BeforeValidator(_split_csv)]
+
+
+class ToolInput(BaseModel):
+    """Base of every tool input: unknown fields are refused so that typos surface."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Evidence(BaseModel):
+    """One input a result was computed from: a file, a step range, a threshold, a command."""
+
+    kind: str = Field(description="file | steps | threshold | command | setting | environment")
+    ref: str = Field(description="Path, step range, value or command line, as a reviewer would quote it.")
+    detail: str = Field(default="", description="What was taken from it.")
+
+
+class ToolOutput(BaseModel):
+    """Base of every tool output.
+
+    ``failing_verdicts`` lists the verdicts that make the CLI exit with code 1; subclasses narrow
+    ``verdict`` to their documented set.
+    """
+
+    failing_verdicts: ClassVar[frozenset[str]] = frozenset({"fail"})
+
+    verdict: str = Field(description="Short machine-readable outcome from the tool's documented set.")
+    summary: str = Field(description="One line a human can read.")
+    evidence: list[Evidence] = Field(default_factory=list, description="Inputs the result was computed from.")
+
+    def is_failure(self) -> bool:
+        return self.verdict in self.failing_verdicts

@@ -1,0 +1,121 @@
+"""The one list of tools that every front end (CLI, MCP server, schema export, reports) reads.
+
+A tool is a plain function ``fn(InputModel) -> OutputModel`` in a module under
+``acc_agent/tools/``, registered with :func:`tool`. Adding a tool means adding one module there:
+discovery walks the package, so no front end needs editing. Tool modules must keep heavy imports
+(torch, matplotlib, mcp) inside functions so that discovery stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from acc_agent.errors import AccAgentError, from_validation_error
+from acc_agent.models.common import ToolOutput
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What a front end needs to expose one tool."""
+
+    name: str
+    func: Callable[[Any], ToolOutput]
+    input_model: type[BaseModel]
+    output_model: type[ToolOutput]
+    description: str
+    positional: tuple[str, ...] = ()
+    text_renderer: Callable[[Any], str] | None = None
+    compact: Callable[[Any], dict[str, Any]] | None = None
+    cli_name: str = field(default="")
+
+    def run(self, arguments: Mapping[str, Any] | BaseModel) -> ToolOutput:
+        """Validate ``arguments`` and call the tool; bad input becomes :class:`AccAgentError`."""
+        if isinstance(arguments, self.input_model):
+            params = arguments
+        else:
+            try:
+                params = self.input_model.model_validate(dict(arguments))  # type: ignore[arg-type]
+            except ValidationError as exc:
+                raise from_validation_error(exc, self.name) from None
+        return self.func(params)
+
+
+_REGISTRY: dict[str, ToolSpec] = {}
+_DISCOVERED = False
+
+
+def tool(
+    *,
+    description: str,
+    positional: tuple[str, ...] = (),
+    text_renderer: Callable[[Any], str] | None = None,
+    compact: Callable[[Any], dict[str, Any]] | None = None,
+    name: str | None = None,
+) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
+    """Register ``fn`` as a tool; input and output models come from its type hints."""
+
+    def decorate(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        hints = typing.get_type_hints(fn)
+        params = [h for k, h in hints.items() if k != "return"]
+        if len(params) != 1 or "return" not in hints:
+            raise TypeError(f"tool {fn.__name__} must take one pydantic model and return one")
+        tool_name = name or fn.__name__
+        spec = ToolSpec(
+            name=tool_name,
+            func=fn,
+            input_model=params[0],
+            output_model=hints["return"],
+            description=description.strip(),
+            positional=positional,
+            text_renderer=text_renderer,
+            compact=compact,
+            cli_name=tool_name.replace("_", "-"),
+        )
+        if tool_name in _REGISTRY and _REGISTRY[tool_name].func is not fn:
+            raise ValueError(f"tool {tool_name} registered twice")
+        _REGISTRY[tool_name] = spec
+        return fn
+
+    return decorate
+
+
+def _discover() -> None:
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    import acc_agent.tools as tools_pkg
+
+    for info in sorted(pkgutil.iter_modules(tools_pkg.__path__), key=lambda i: i.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"acc_agent.tools.{info.name}")
+    _DISCOVERED = True
+
+
+def all_tools() -> dict[str, ToolSpec]:
+    """Every registered tool, by name, in a stable order."""
+    _discover()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get_tool(name: str) -> ToolSpec:
+    tools = all_tools()
+    key = name.replace("-", "_")
+    if key not in tools:
+        raise AccAgentError(
+            "unknown_tool",
+            f"no tool named {name!r}",
+            hint="Known tools: " + ", ".join(tools),
+        )
+    return tools[key]
+
+
+def call_tool(name: str, arguments: Mapping[str, Any]) -> ToolOutput:
+    """Validate and run one tool by name: the entry point for MCP and for scripts."""
+    return get_tool(name).run(arguments)
