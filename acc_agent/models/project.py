@@ -1,0 +1,253 @@
+"""The migration project file ``mig.yaml``: what the deliverables are rendered from.
+
+Why a model: the reports must say where every number comes from, so the project file names the
+artefacts (logs, dumps, golden outputs, timings) and the thresholds once, and every document reads
+them from here. Validation errors name the YAML line and the field so an engineer can fix the
+file without reading this code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from acc_agent.errors import AccAgentError
+
+Precision = Literal["fp16", "bf16", "fp32"]
+Purpose = Literal["short_run", "smoke", "golden", "full", "training", "inference_acceptance"]
+
+#: Reference tolerances by target precision (deliverables.md, Compare §3.1).
+DEFAULT_TOLERANCE: dict[str, tuple[float, float]] = {"fp16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2), "fp32": (1e-5, 1e-6)}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProjectInfo(_Strict):
+    name: str = Field(description="Project name as reviewers know it.")
+    owner: str = Field(default="", description="Who owns the migration.")
+    repository: str = Field(default=".", description="Repository path or URL of the migrated code.")
+    branch: str = Field(default="", description="Branch or tag of the migrated code.")
+    date: str = Field(default="", description="Date of the migration report (YYYY-MM-DD).")
+
+
+class ModelInfo(_Strict):
+    name: str
+    framework: Literal["pytorch", "mindspore"] = "pytorch"
+    mode: Literal["train", "inference", "both"] = "both"
+    chip: str = Field(default="", description="Ascend chip, e.g. 910B4.")
+    target_precision: Precision = "fp16"
+    baseline_hardware: str = Field(default="", description="Baseline side hardware, e.g. A100 or CPU.")
+    baseline_framework: str = Field(default="", description="Baseline framework and version.")
+    batch_size: int | None = Field(default=None, ge=1)
+    io_contract: list[dict[str, str]] = Field(default_factory=list, description="Rows of name, shape, dtype.")
+
+
+class Entry(_Strict):
+    train: str = Field(default="", description="Training launch command on the NPU.")
+    inference: str = Field(default="", description="Inference command on the NPU.")
+    baseline_train: str = Field(default="", description="Training command on the baseline GPU (Mig_Readme §2.6).")
+    baseline_inference: str = Field(default="", description="Inference command on the baseline GPU (Mig_Readme §2.6).")
+    checkpoint: str = ""
+    parameters: list[dict[str, str]] = Field(default_factory=list, description="Rows of parameter, meaning, default.")
+
+
+class DatasetRow(_Strict):
+    """One row of Mig_Readme §3.1 (dataset ↔ test purpose), repeated verbatim in Compare and Mig_report."""
+
+    purpose: Purpose
+    dataset: str
+    subset: str = ""
+    same_as_baseline: bool | None = None
+    path: str = ""
+    notes: str = ""
+
+
+class Thresholds(_Strict):
+    short_run_band: tuple[float, float] = (0.3, 0.5)
+    short_run_window: str = Field(default="", description="START:END steps of the short-run window; empty = whole log.")
+    flat_steps_limit: int = Field(default=500, ge=1, description="Beyond this many steps without improvement, suspect code/data.")
+    loss_metric: str = "loss"
+    rtol: float | None = Field(default=None, gt=0, description="Empty = the reference for the target precision.")
+    atol: float | None = Field(default=None, gt=0)
+    latency_p50_ms: float | None = Field(default=None, gt=0, description="Acceptance KPI; empty = no latency KPI.")
+    throughput: float | None = Field(default=None, gt=0)
+    accuracy_metric: str = ""
+    accuracy_target: str = ""
+
+    @field_validator("short_run_band")
+    @classmethod
+    def _band_order(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not 0 < v[0] < v[1] < 1:
+            raise ValueError("short_run_band must be two fractions 0 < low < high < 1, e.g. [0.3, 0.5]")
+        return v
+
+    @field_validator("short_run_window")
+    @classmethod
+    def _window(cls, v: str) -> str:
+        if v:
+            parts = v.split(":")
+            if len(parts) != 2 or not all(p.strip().isdigit() for p in parts) or int(parts[0]) >= int(parts[1]):
+                raise ValueError("short_run_window must be START:END with START < END, e.g. 1:100")
+        return v
+
+
+class Performance(_Strict):
+    triggered: bool = Field(default=False, description="The user asked for performance work, or acceptance has a KPI.")
+    reason: str = Field(default="", description="Why performance is (not) measured.")
+    scope: Literal["end_to_end", "device_only", "segmented"] = "end_to_end"
+    batch_sizes: list[int] = Field(default_factory=lambda: [1])
+    concurrency: str = "sequential, one request at a time"
+    warmup: int = Field(default=10, ge=0)
+    iterations: int = Field(default=100, ge=1)
+    reproducibility: str = Field(default="", description="Data split, preprocessing, seed, input layout, output check.")
+    stages: list[dict[str, str]] = Field(default_factory=list, description="§4.1 rows: stage, time_ms, source.")
+    bottleneck: str = ""
+
+
+class Artefacts(_Strict):
+    """Where the inputs of each skill are; relative paths are relative to mig.yaml's folder."""
+
+    baseline_log: str = ""
+    target_log: str = ""
+    baseline_log_is_cpu: bool = False
+    golden_dump: str = ""
+    target_dump: str = ""
+    bench_dump: str = ""
+    golden_outputs: str = ""
+    target_outputs: str = ""
+    baseline_perf: str = ""
+    target_perf: str = ""
+    npu_smi: str = ""
+    nvidia_smi: str = ""
+    gpu_available: bool | None = Field(default=None, description="Whether the user can run the GPU baseline.")
+    results: dict[str, str] = Field(default_factory=dict, description="Saved JSON results by tool name.")
+    profiling: str = ""
+
+
+class Evidence(_Strict):
+    """A human-attested fact for Mig_report §6 (e.g. code migration done): ticked only with a reference."""
+
+    done: bool = False
+    ref: str = Field(default="", description="Commit, log path or command proving it; required to tick.")
+
+    @model_validator(mode="after")
+    def _needs_ref(self) -> Evidence:
+        if self.done and not self.ref.strip():
+            raise ValueError("done: true needs a ref (commit, log or command) as evidence")
+        return self
+
+
+class Project(_Strict):
+    project: ProjectInfo
+    model: ModelInfo
+    entry: Entry = Field(default_factory=Entry)
+    datasets: list[DatasetRow] = Field(default_factory=list)
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    performance: Performance = Field(default_factory=Performance)
+    artefacts: Artefacts = Field(default_factory=Artefacts)
+    changes: list[dict[str, str]] = Field(default_factory=list, description="§5 change list rows: area, change.")
+    risks: list[dict[str, str]] = Field(default_factory=list, description="Rows of risk, level, mitigation.")
+    problems: list[dict[str, str]] = Field(default_factory=list, description="§7.1 problem log rows.")
+    attested: dict[Literal["code_migration", "npu_load", "inference_smoke", "training_smoke"], Evidence] = Field(
+        default_factory=dict)
+
+    # Not part of the YAML: where it was loaded from, for resolving relative paths.
+    base_dir: Path = Field(default=Path("."), exclude=True)
+
+    def tolerance(self) -> tuple[float, float, str]:
+        """rtol, atol and where they came from (the project file or the precision reference)."""
+        ref_rtol, ref_atol = DEFAULT_TOLERANCE[self.model.target_precision]
+        rtol = self.thresholds.rtol if self.thresholds.rtol is not None else ref_rtol
+        atol = self.thresholds.atol if self.thresholds.atol is not None else ref_atol
+        given = self.thresholds.rtol is not None or self.thresholds.atol is not None
+        src = "mig.yaml thresholds" if given else f"reference for {self.model.target_precision}"
+        return rtol, atol, src
+
+    def resolve(self, rel: str) -> Path | None:
+        """The artefact path, or None when not configured."""
+        if not rel:
+            return None
+        p = Path(rel).expanduser()
+        return p if p.is_absolute() else (self.base_dir / p)
+
+
+def _line_map(text: str) -> dict[tuple[str, ...], int]:
+    """Map each YAML key path (list indices as strings) to its 1-based line, from yaml's node marks."""
+    import yaml
+
+    lines: dict[tuple[str, ...], int] = {}
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return lines
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        lines[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                lines[(*path, str(key.value))] = key.start_mark.line + 1
+                walk(value, (*path, str(key.value)))
+                lines[(*path, str(key.value))] = key.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, (*path, str(i)))
+
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+def parse_project(text: str, source: str = "mig.yaml", base_dir: Path | None = None) -> Project:
+    """Validate project YAML text; every error names the file, line and field."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        raise AccAgentError("invalid_project", f"{source}{line}: not valid YAML ({getattr(exc, 'problem', exc)})",
+                            hint="Fix the YAML syntax (indentation, colons, quotes).", path=source) from None
+    if not isinstance(data, dict):
+        raise AccAgentError("invalid_project", f"{source}: expected a mapping with project:, model:, ...",
+                            hint="Run `acc-agent init` for a commented starting file.", path=source)
+    lines = _line_map(text)
+    try:
+        project = Project.model_validate(data)
+    except ValidationError as exc:
+        parts = []
+        for err in exc.errors():
+            loc = tuple(str(p) for p in err.get("loc", ()))
+            line: int | None = None
+            for cut in range(len(loc), -1, -1):
+                if loc[:cut] in lines:
+                    line = lines[loc[:cut]]
+                    break
+            field = ".".join(loc) or "(top level)"
+            where = str(line) if line is not None else "?"
+            parts.append(f"line {where}, field {field}: {err.get('msg', 'invalid')}")
+        raise AccAgentError("invalid_project", f"{source}: " + "; ".join(parts),
+                            hint="Fix the named fields; `acc-agent init` writes a commented example.",
+                            path=source) from None
+    project.base_dir = base_dir if base_dir is not None else Path(".")
+    return project
+
+
+def load_project(path: Path) -> Project:
+    """Read and validate ``mig.yaml``; a missing file is a structured error, not a traceback."""
+    if path.is_dir():
+        path = path / "mig.yaml"
+    if not path.is_file():
+        raise AccAgentError("missing_project", f"project file not found: {path}",
+                            hint="Run `acc-agent init` in the project folder, or pass the path to mig.yaml.",
+                            path=str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AccAgentError("invalid_project", f"cannot read {path}: {exc}", hint="Save it as UTF-8 text.",
+                            path=str(path)) from None
+    return parse_project(text, source=str(path), base_dir=path.resolve().parent)

@@ -1,0 +1,252 @@
+"""Run the configured skills on the configured artefacts and collect their results.
+
+Why one place: the three deliverables quote the same results, so they must be computed once and
+shared. Each skill is reached only through the registry, so a tool that has not landed (or fails
+on its input) becomes a *gap* — "N/A — <why>" plus the command that would fill it — instead of an
+invented number. A saved JSON result (``artefacts.results.<slot>`` in mig.yaml) is accepted in
+place of a run, after validation with the tool's own output model.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from acc_agent.errors import AccAgentError
+from acc_agent.models.project import Project
+
+Status = Literal["ok", "saved", "missing_tool", "missing_input", "error"]
+
+
+@dataclass
+class SkillResult:
+    """What one skill produced for the reports, or why it could not."""
+
+    slot: str
+    tool: str
+    status: Status
+    command: str
+    output: dict[str, Any] | None = None
+    reason: str = ""
+    source: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ok", "saved") and self.output is not None
+
+    @property
+    def verdict(self) -> str | None:
+        return str(self.output.get("verdict")) if self.ok and self.output else None
+
+    def na(self) -> str:
+        """'N/A — why (run: command)' for a gap."""
+        return f"{self.reason} — run `{self.command}`" if self.command else self.reason
+
+
+@dataclass
+class SkillPlan:
+    """How to run one slot: the tool, its arguments, and which artefacts it needs."""
+
+    slot: str
+    tool: str
+    positional: list[str]
+    options: dict[str, Any]
+    needs: dict[str, str]  # artefacts field -> configured value (empty = not configured)
+
+
+@dataclass
+class WorkflowResult:
+    project: Project
+    results: dict[str, SkillResult] = field(default_factory=dict)
+
+    def get(self, slot: str) -> SkillResult:
+        return self.results[slot]
+
+
+def _rel(project: Project, value: str) -> str:
+    path = project.resolve(value)
+    return str(path) if path is not None else ""
+
+
+def plans(project: Project) -> list[SkillPlan]:
+    """The skill runs the deliverables need, in the order a migration engineer would run them."""
+    a = project.artefacts
+    t = project.thresholds
+    rtol, atol, _ = project.tolerance()
+    out: list[SkillPlan] = []
+    env_opts: dict[str, Any] = {}
+    if a.npu_smi:
+        env_opts["npu_smi_output"] = _rel(project, a.npu_smi)
+    if a.nvidia_smi:
+        env_opts["nvidia_smi_output"] = _rel(project, a.nvidia_smi)
+    out.append(SkillPlan("environment", "check_environment", [], env_opts, {}))
+    out.append(SkillPlan("baseline", "select_baseline", [str(project.base_dir)], {}, {}))
+    out.append(SkillPlan("baseline_log", "parse_training_log", [_rel(project, a.baseline_log)], {},
+                         {"baseline_log": a.baseline_log}))
+    out.append(SkillPlan("target_log", "parse_training_log", [_rel(project, a.target_log)], {},
+                         {"target_log": a.target_log}))
+    sr_opts: dict[str, Any] = {"band": list(t.short_run_band)}
+    if t.short_run_window:
+        sr_opts["window"] = t.short_run_window
+    out.append(SkillPlan("short_run", "judge_short_run", [_rel(project, a.target_log)], sr_opts,
+                         {"target_log": a.target_log}))
+    out.append(SkillPlan("loss_curves", "compare_loss_curves",
+                         [_rel(project, a.baseline_log), _rel(project, a.target_log)], {},
+                         {"baseline_log": a.baseline_log, "target_log": a.target_log}))
+    out.append(SkillPlan("golden", "compare_tensors",
+                         [_rel(project, a.golden_outputs), _rel(project, a.target_outputs)],
+                         {"precision": project.model.target_precision, "rtol": rtol, "atol": atol},
+                         {"golden_outputs": a.golden_outputs, "target_outputs": a.target_outputs}))
+    dump_opts: dict[str, Any] = {}
+    if a.bench_dump:
+        dump_opts["bench"] = _rel(project, a.bench_dump)
+    out.append(SkillPlan("dumps", "compare_dumps", [_rel(project, a.golden_dump), _rel(project, a.target_dump)],
+                         dump_opts, {"golden_dump": a.golden_dump, "target_dump": a.target_dump}))
+    out.append(SkillPlan("performance", "compare_performance",
+                         [_rel(project, a.baseline_perf), _rel(project, a.target_perf)], {},
+                         {"baseline_perf": a.baseline_perf, "target_perf": a.target_perf}))
+    return out
+
+
+def command_line(plan: SkillPlan, base_dir: Path | None = None) -> str:
+    """The CLI line that fills this slot, for the reports' N/A cells (paths relative to mig.yaml)."""
+    prefix = f"{base_dir}/" if base_dir is not None else None
+    placeholders = [f"<{k.upper()}>" for k in plan.needs] or ["<PATH>"]
+
+    def show(value: str, idx: int) -> str:
+        if not value:
+            return placeholders[min(idx, len(placeholders) - 1)]
+        if prefix and value.startswith(prefix):
+            value = value[len(prefix):]
+        if base_dir is not None and value == str(base_dir):
+            value = "."
+        return shlex.quote(value)
+
+    parts = ["acc-agent", plan.tool.replace("_", "-")]
+    parts += [show(p, i) for i, p in enumerate(plan.positional)]
+    for key, value in plan.options.items():
+        text = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        parts += ["--" + key.replace("_", "-"), show(text, 0)]
+    return " ".join(parts)
+
+
+def _saved(project: Project, plan: SkillPlan, cmd: str) -> SkillResult | None:
+    """A saved JSON result for this slot, validated with the tool's output model."""
+    rel = project.artefacts.results.get(plan.slot)
+    if not rel:
+        return None
+    from acc_agent.registry import get_tool
+
+    path = project.resolve(rel)
+    assert path is not None
+    try:
+        spec = get_tool(plan.tool)
+    except AccAgentError:
+        return SkillResult(plan.slot, plan.tool, "missing_tool", cmd,
+                           reason=f"saved result {rel} cannot be validated: tool {plan.tool} is not installed")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        model = spec.output_model.model_validate(data)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return SkillResult(plan.slot, plan.tool, "error", cmd, reason=f"saved result {rel} unreadable: {exc}")
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        return SkillResult(plan.slot, plan.tool, "error", cmd,
+                           reason=f"saved result {rel} is not a {plan.tool} result ({loc}: {first.get('msg')})")
+    return SkillResult(plan.slot, plan.tool, "saved", cmd, output=model.model_dump(mode="json"),
+                       source=f"saved result {rel}")
+
+
+def run_plan(project: Project, plan: SkillPlan) -> SkillResult:
+    """Run one slot through the registry; every failure becomes a gap with its reason."""
+    cmd = command_line(plan, project.base_dir)
+    saved = _saved(project, plan, cmd)
+    if saved is not None:
+        return saved
+    missing = [k for k, v in plan.needs.items() if not v]
+    if missing:
+        return SkillResult(plan.slot, plan.tool, "missing_input", cmd,
+                           reason="not configured: artefacts." + ", artefacts.".join(missing) + " in mig.yaml")
+    for key, value in plan.needs.items():
+        path = project.resolve(value)
+        if path is not None and not path.exists():
+            return SkillResult(plan.slot, plan.tool, "missing_input", cmd,
+                               reason=f"artefacts.{key} points to {value}, which does not exist")
+    from acc_agent.registry import get_tool
+
+    try:
+        spec = get_tool(plan.tool)
+    except AccAgentError:
+        return SkillResult(plan.slot, plan.tool, "missing_tool", cmd,
+                           reason=f"the {plan.tool} tool is not available in this installation")
+    fields = spec.input_model.model_fields
+    args: dict[str, Any] = {}
+    for name, value in zip(spec.positional, plan.positional, strict=False):
+        args[name] = value
+    for key, value in plan.options.items():
+        if key in fields:
+            args[key] = value
+    try:
+        out = spec.run(args)
+    except AccAgentError as err:
+        return SkillResult(plan.slot, plan.tool, "error", cmd, reason=f"{plan.tool} refused its input: {err.message}")
+    except Exception as exc:  # a tool bug must not cost the engineer the other documents
+        return SkillResult(plan.slot, plan.tool, "error", cmd,
+                           reason=f"{plan.tool} failed: {type(exc).__name__}: {exc}")
+    return SkillResult(plan.slot, plan.tool, "ok", cmd, output=out.model_dump(mode="json"), source=f"`{cmd}`")
+
+
+def read_perf_file(project: Project, key: str) -> SkillResult:
+    """A measure_performance result saved as JSON (the timing files the project keeps)."""
+    rel = getattr(project.artefacts, key)
+    cmd = "acc-agent measure-performance --command '<inference command>' --batch-sizes " + ",".join(
+        str(b) for b in project.performance.batch_sizes) + f" --warmup {project.performance.warmup}" \
+        f" --iterations {project.performance.iterations} --json > <{key}.json>"
+    if not rel:
+        return SkillResult(key, "measure_performance", "missing_input", cmd,
+                           reason=f"not configured: artefacts.{key} in mig.yaml")
+    path = project.resolve(rel)
+    assert path is not None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return SkillResult(key, "measure_performance", "missing_input", cmd, reason=f"{rel} unreadable: {exc}")
+    from acc_agent.registry import get_tool
+
+    try:
+        model = get_tool("measure_performance").output_model.model_validate(data)
+        data = model.model_dump(mode="json") | {k: v for k, v in data.items() if k not in model.model_fields}
+    except AccAgentError:
+        pass  # tool not installed: the file's own fields are read below, checked one by one
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        return SkillResult(key, "measure_performance", "error", cmd,
+                           reason=f"{rel} is not a measure_performance result ({first.get('msg')})")
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        return SkillResult(key, "measure_performance", "error", cmd, reason=f"{rel} has no results[] list")
+    return SkillResult(key, "measure_performance", "saved", cmd, output=data, source=rel)
+
+
+def run_workflow(project: Project, progress: Callable[[str], None] | None = None) -> WorkflowResult:
+    """Every slot, run or explained; never raises for a missing or failing skill."""
+    result = WorkflowResult(project)
+    for plan in plans(project):
+        if progress is not None:
+            progress(f"{plan.slot}: {plan.tool}")
+        result.results[plan.slot] = run_plan(project, plan)
+    for key in ("baseline_perf", "target_perf"):
+        result.results[key] = read_perf_file(project, key)
+    return result
+
+
+def load_and_run(config: Path) -> WorkflowResult:
+    from acc_agent.models.project import load_project
+
+    return run_workflow(load_project(config))
