@@ -23,7 +23,8 @@ class TensorMetrics(BaseModel):
     (msprobe's "unsupported"/"N/A"/"Nan" cases map here).
     """
 
-    cosine: float | None = None
+    cosine: float | None = Field(default=None, description="msprobe's Cosine: 12 decimals, rounded to 6 above 0.9999.")
+    cosine_exact: float | None = Field(default=None, description="Cosine before msprobe's rounding (float64).")
     euc_dist: float | None = None
     max_abs_err: float | None = None
     max_rel_err: float | None = None
@@ -40,6 +41,7 @@ class TensorMetrics(BaseModel):
     golden_inf: int = 0
     target_nan: int = 0
     target_inf: int = 0
+    numel: int | None = Field(default=None, description="Elements compared (after squeeze).")
     na_reasons: dict[str, str] = Field(default_factory=dict)
 
 
@@ -55,6 +57,8 @@ class DumpRow(TensorMetrics):
     target_shape: list[int] | None = None
     status: RowStatus = "pass"
     message: str = ""
+    pair_method: str | None = Field(default=None, description="How golden and target were matched: exact, mapping, ...")
+    rank: str | None = Field(default=None, description="Rank key (e.g. step0/rank1) for multi-rank dumps.")
     bench: TensorMetrics | None = Field(default=None, description="Bench run's metrics against golden, with --bench.")
 
 
@@ -73,3 +77,36 @@ class CompareDumpsOutput(ToolOutput):
     rows_total: int = 0
     rows_truncated: bool = False
     csv_path: str | None = None
+
+
+class ToleranceUsed(BaseModel):
+    """The tolerance a verdict was judged with, and where it came from."""
+
+    rtol: float
+    atol: float
+    precision: str
+    source: str
+    note: str = ""
+
+
+class TensorCheck(TensorMetrics):
+    """One output pair of the golden check."""
+
+    name: str
+    golden: str
+    target: str
+    golden_dtype: str | None = None
+    target_dtype: str | None = None
+    golden_shape: list[int] | None = None
+    target_shape: list[int] | None = None
+    verdict: Literal["pass", "fail", "error"] = "pass"
+    message: str = ""
+
+
+class CompareTensorsOutput(ToolOutput):
+    failing_verdicts: ClassVar[frozenset[str]] = frozenset({"fail", "error"})
+
+    verdict: Literal["pass", "fail", "error"]
+    tolerance: ToleranceUsed
+    min_within_ratio: float = Field(description="Share of elements within tolerance an output needs to pass.")
+    outputs: list[TensorCheck] = Field(default_factory=list)

@@ -1,0 +1,338 @@
+"""Tensor-pair metrics: msprobe's six with its exact definitions, plus the ones it lacks.
+
+Why msprobe's definitions to the letter: Ascend users judge a migration by its CSV, so our numbers
+must be the same numbers (same squeeze, same NaN/Inf zeroing, same float32 relative error, same
+cosine rounding). What we add — mean errors, RMSE, share within tolerance, ULP error, top-1
+agreement, NaN/Inf counts — answers the question msprobe leaves open: is a difference rounding
+noise of a low-precision run, or a bug?
+
+The pair is streamed in chunks: sums are float64 accumulators, so memory stays at a few chunk
+buffers whatever the tensor size, and a memory-mapped ``.npy`` is read from disk once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from acc_agent.models.compare import TensorMetrics
+from acc_agent.numerics import tolerance as tol
+
+CHUNK = 1 << 20
+THOUSANDTH = 0.001
+FIVE_THOUSANDTHS = 0.005
+#: msprobe rounds a cosine above this to 6 decimals (CompareConst.COSINE_THRESHOLD).
+COSINE_ROUND_ABOVE = 0.9999
+_F64_EPS = float(np.finfo(np.float64).eps)
+
+SIX = ("cosine", "euc_dist", "max_abs_err", "max_rel_err", "one_thousandth_ratio", "five_thousandths_ratio")
+EXTRA = ("mean_abs_err", "mean_rel_err", "rmse", "within_tolerance_ratio", "max_ulp_err", "ulp_gt1_ratio")
+
+#: (mantissa bits, smallest normal exponent) of the formats whose ULP error we report.
+_ULP_FORMATS = {"fp16": (10, -14), "bf16": (7, -126)}
+
+
+def msprobe_round(value: float) -> float:
+    """msprobe's ``format_value``: the value as printed with 12 decimals."""
+    return float(f"{value:.12f}")
+
+
+def _is_ml_dtype(dt: np.dtype[Any]) -> bool:
+    """bf16/fp8 from ml-dtypes: numpy sees them as opaque 'V' kinds; msprobe reads them as fp32."""
+    return dt.kind == "V" and not dt.names
+
+
+def _effective_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
+    return np.dtype(np.float32) if _is_ml_dtype(dt) else dt
+
+
+def _rel_dtype(t: np.dtype[Any], g: np.dtype[Any]) -> np.dtype[Any]:
+    """msprobe's get_relative_err dtype: non-floats go to float64, then result_type(.., float32)."""
+    t = t if t.kind == "f" else np.dtype(np.float64)
+    g = g if g.kind == "f" else np.dtype(np.float64)
+    return np.result_type(t, g, np.float32)
+
+
+@dataclass
+class _Acc:
+    """float64 accumulators over chunks."""
+
+    dot: float = 0.0
+    ss_t: float = 0.0
+    ss_g: float = 0.0
+    ss_d: float = 0.0
+    max_abs: float = 0.0
+    sum_abs: float = 0.0
+    max_rel: float = 0.0
+    rel_nan: bool = False
+    n_1e3: int = 0
+    n_5e3: int = 0
+    sum_rel_mean: float = 0.0
+    n_within: int = 0
+    max_ulp: float = 0.0
+    n_ulp_gt1: int = 0
+    t_nan: int = 0
+    t_inf: int = 0
+    g_nan: int = 0
+    g_inf: int = 0
+    positions_match: bool = True
+
+
+def _ulp(g64: np.ndarray, fmt: str) -> np.ndarray:
+    """Spacing of the target format at each golden value (subnormal spacing below the normals)."""
+    mant, emin = _ULP_FORMATS[fmt]
+    _, e = np.frexp(g64)
+    exp = np.maximum(e.astype(np.int64) - 1, emin)
+    exp = np.where(g64 == 0, emin, exp)
+    return np.ldexp(1.0, exp - mant)
+
+
+def _chunk(acc: _Acc, gc: np.ndarray, tc: np.ndarray, rel_dt: np.dtype[Any], tolerance: tol.Tolerance | None,
+           ulp_fmt: str | None) -> None:
+    if _is_ml_dtype(gc.dtype):
+        gc = gc.astype(np.float32)
+    if _is_ml_dtype(tc.dtype):
+        tc = tc.astype(np.float32)
+    g64 = gc.astype(np.float64)
+    t64 = tc.astype(np.float64)
+    ss_g = float(g64 @ g64)
+    ss_t = float(t64 @ t64)
+    if not (math.isfinite(ss_g) and math.isfinite(ss_t)):
+        # Slow path only where NaN/Inf exist: count, check positions, zero them like msprobe.
+        gn, gi, tn, ti = np.isnan(g64), np.isinf(g64), np.isnan(t64), np.isinf(t64)
+        acc.g_nan += int(gn.sum())
+        acc.g_inf += int(gi.sum())
+        acc.t_nan += int(tn.sum())
+        acc.t_inf += int(ti.sum())
+        if not (np.array_equal(gn, tn) and np.array_equal(gi, ti)):
+            acc.positions_match = False
+        bad = gn | gi | tn | ti
+        g64[bad] = 0.0
+        t64[bad] = 0.0
+        if rel_dt != np.float64:
+            gc = np.where(bad, 0, gc).astype(gc.dtype)
+            tc = np.where(bad, 0, tc).astype(tc.dtype)
+        ss_g = float(g64 @ g64)
+        ss_t = float(t64 @ t64)
+    acc.ss_g += ss_g
+    acc.ss_t += ss_t
+    acc.dot += float(t64 @ g64)
+    d = t64 - g64
+    acc.ss_d += float(d @ d)
+    ad = np.abs(d, out=d)
+    acc.max_abs = max(acc.max_abs, float(ad.max()))
+    acc.sum_abs += float(ad.sum())
+    ag = np.abs(g64)
+    if tolerance is not None:
+        acc.n_within += int(np.count_nonzero(ad <= tolerance.atol + tolerance.rtol * ag))
+    if ulp_fmt is not None:
+        ulp_err = ad / _ulp(g64, ulp_fmt)
+        acc.max_ulp = max(acc.max_ulp, float(ulp_err.max()))
+        acc.n_ulp_gt1 += int(np.count_nonzero(ulp_err > 1.0))
+    eps = float(np.finfo(rel_dt).eps)
+    acc.sum_rel_mean += float((ad / (ag + eps)).sum())
+    # msprobe's relative error: in rel_dt arithmetic, eps added to both sides where golden == 0.
+    if rel_dt == np.float64:
+        tr, gr = t64, g64
+    else:
+        tr, gr = tc.astype(rel_dt), gc.astype(rel_dt)
+    zero = gr == 0
+    if zero.any():
+        tr = np.where(zero, tr + rel_dt.type(eps), tr)
+        gr = np.where(zero, gr + rel_dt.type(eps), gr)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        rel = np.abs((tr - gr) / gr)
+    m = rel.max()
+    if np.isnan(m):
+        acc.rel_nan = True
+    else:
+        acc.max_rel = max(acc.max_rel, float(m))
+    acc.n_1e3 += int(np.count_nonzero(rel < THOUSANDTH))
+    acc.n_5e3 += int(np.count_nonzero(rel < FIVE_THOUSANDTHS))
+
+
+def _null_six(out: dict[str, Any], reasons: dict[str, str], why: str, names: tuple[str, ...] = SIX) -> None:
+    for k in names:
+        out[k] = None
+        reasons[k] = why
+
+
+def _scalar(g: np.ndarray, t: np.ndarray, out: dict[str, Any], reasons: dict[str, str],
+            tolerance: tol.Tolerance | None) -> None:
+    """0-d pair: msprobe computes only MaxAbsErr/MaxRelativeErr, in the data's own arithmetic."""
+    why = "unsupported: 0-d tensor (a scalar): cosine, distance and error ratios need at least 2 elements"
+    _null_six(out, reasons, why, ("cosine", "euc_dist", "one_thousandth_ratio", "five_thousandths_ratio"))
+    gv, tv = g, t
+    if gv.dtype == bool:
+        gv, tv = gv.astype(float), tv.astype(float)
+    with np.errstate(all="ignore"):
+        diff = np.abs(tv - gv)
+    mx = float(np.max(diff))
+    if math.isnan(mx):
+        out["max_abs_err"] = None
+        reasons["max_abs_err"] = "Nan: the data contains NaN/Inf"
+    else:
+        out["max_abs_err"] = mx
+    rel_dt = _rel_dtype(t.dtype, g.dtype)
+    tr, gr = t.astype(rel_dt), g.astype(rel_dt)
+    if gr == 0:
+        eps = rel_dt.type(np.finfo(rel_dt).eps)
+        tr, gr = tr + eps, gr + eps
+    with np.errstate(all="ignore"):
+        rel = float(np.abs((tr - gr) / gr))
+    if math.isnan(rel):
+        out["max_rel_err"] = None
+        reasons["max_rel_err"] = "Nan: the data contains NaN/Inf"
+    else:
+        out["max_rel_err"] = rel
+    g64, t64 = float(g.astype(np.float64)), float(t.astype(np.float64))
+    if math.isfinite(g64) and math.isfinite(t64):
+        ad = abs(t64 - g64)
+        out["mean_abs_err"] = ad
+        out["rmse"] = ad
+        out["mean_rel_err"] = ad / (abs(g64) + float(np.finfo(rel_dt).eps))
+        if tolerance is not None:
+            out["within_tolerance_ratio"] = 1.0 if ad <= tolerance.atol + tolerance.rtol * abs(g64) else 0.0
+
+
+def compute_metrics(
+    golden: np.ndarray,
+    target: np.ndarray,
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    precision: str | None = None,
+    top1: bool = False,
+) -> TensorMetrics:
+    """All metrics of one pair; ``golden`` is the trusted side (msprobe's "bench"), ``target`` the NPU.
+
+    Tolerance-based fields need a tolerance: given ``precision`` (fp16/bf16/fp32) and/or
+    ``rtol``/``atol``, else they are null with the reason. ULP error is reported for an fp16/bf16
+    target (by ``precision`` or the target dtype). ``top1`` adds argmax agreement along the last
+    axis (for logits).
+    """
+    g = np.squeeze(golden)
+    t = np.squeeze(target)
+    out: dict[str, Any] = {}
+    reasons: dict[str, str] = {}
+    tolerance = tol.resolve(precision, rtol, atol) if (precision or rtol is not None or atol is not None) else None
+    if tolerance is None:
+        reasons["within_tolerance_ratio"] = "no precision or rtol/atol given"
+    t_dt = _effective_dtype(t.dtype)
+    g_dt = _effective_dtype(g.dtype)
+    ulp_fmt = tol.normalize_precision(precision) if precision else None
+    if ulp_fmt not in _ULP_FORMATS:
+        name = "bfloat16" if t.dtype.name == "bfloat16" else t.dtype.name
+        ulp_fmt = tol.precision_of_dtype(name)
+    if ulp_fmt not in _ULP_FORMATS:
+        ulp_fmt = None
+        for k in ("max_ulp_err", "ulp_gt1_ratio"):
+            reasons[k] = "ULP error is reported for fp16/bf16 targets only"
+
+    if t.size == 0:
+        _null_six(out, reasons, "unsupported: empty tensor, nothing to compare", SIX + EXTRA)
+        return TensorMetrics(**out, na_reasons=reasons)
+    if t.shape != g.shape:
+        why = f"shape unmatched: target {list(t.shape)} vs golden {list(g.shape)} (after squeeze)"
+        _null_six(out, reasons, why, SIX + EXTRA)
+        return TensorMetrics(**out, na_reasons=reasons)
+    if not (t_dt.kind in "fiub" and g_dt.kind in "fiub"):
+        _null_six(out, reasons, f"unsupported: dtype {t.dtype}/{g.dtype} is not numeric", SIX + EXTRA)
+        return TensorMetrics(**out, na_reasons=reasons)
+    if t.ndim == 0:
+        gv = g.astype(np.float32) if _is_ml_dtype(g.dtype) else np.asarray(g)
+        tv = t.astype(np.float32) if _is_ml_dtype(t.dtype) else np.asarray(t)
+        _scalar(gv, tv, out, reasons, tolerance)
+        counts = _nonfinite_counts(gv, tv)
+        return TensorMetrics(**out, **counts, na_reasons=reasons)
+
+    rel_dt = _rel_dtype(t_dt, g_dt)
+    acc = _Acc()
+    gf = g.reshape(-1)
+    tf = t.reshape(-1)
+    n = int(tf.size)
+    for i in range(0, n, CHUNK):
+        _chunk(acc, gf[i:i + CHUNK], tf[i:i + CHUNK], rel_dt, tolerance, ulp_fmt)
+
+    counts = {"golden_nan": acc.g_nan, "golden_inf": acc.g_inf, "target_nan": acc.t_nan, "target_inf": acc.t_inf}
+    norm_t, norm_g = math.sqrt(acc.ss_t), math.sqrt(acc.ss_g)
+    if norm_t <= _F64_EPS and norm_g <= _F64_EPS:
+        out["cosine"] = 1.0
+        out["cosine_exact"] = 1.0
+    elif norm_t <= _F64_EPS:
+        _null_six(out, reasons, "Nan: all target data is zero, cosine undefined", ("cosine",))
+    elif norm_g <= _F64_EPS:
+        _null_six(out, reasons, "Nan: all golden data is zero, cosine undefined", ("cosine",))
+    else:
+        cos = acc.dot / (norm_t * norm_g)
+        if math.isnan(cos):
+            _null_six(out, reasons, "Nan: the data has NaN", ("cosine",))
+        else:
+            shown = msprobe_round(cos)
+            out["cosine"] = round(shown, 6) if shown > COSINE_ROUND_ABOVE else shown
+            out["cosine_exact"] = cos
+    out["euc_dist"] = math.sqrt(acc.ss_d)
+    out["max_abs_err"] = acc.max_abs
+    if acc.rel_nan:
+        _null_six(out, reasons, "Nan: relative error is NaN", ("max_rel_err",))
+    else:
+        out["max_rel_err"] = acc.max_rel
+    out["one_thousandth_ratio"] = acc.n_1e3 / n
+    out["five_thousandths_ratio"] = acc.n_5e3 / n
+    out["mean_abs_err"] = acc.sum_abs / n
+    out["mean_rel_err"] = acc.sum_rel_mean / n
+    out["rmse"] = math.sqrt(acc.ss_d / n)
+    if tolerance is not None:
+        out["within_tolerance_ratio"] = acc.n_within / n
+    if ulp_fmt is not None:
+        out["max_ulp_err"] = acc.max_ulp
+        out["ulp_gt1_ratio"] = acc.n_ulp_gt1 / n
+    if not acc.positions_match:
+        why = (f"N/A: NaN/Inf positions differ (target NaN {acc.t_nan}, Inf {acc.t_inf}; "
+               f"golden NaN {acc.g_nan}, Inf {acc.g_inf})")
+        _null_six(out, reasons, why)
+        out.pop("cosine_exact", None)
+        for k in EXTRA:
+            if out.get(k) is not None:
+                reasons.setdefault(k, "computed with NaN/Inf positions of either side set to 0")
+    if top1:
+        out["top1_agreement"], why_top1 = _top1(g, t)
+        if why_top1:
+            reasons["top1_agreement"] = why_top1
+    else:
+        reasons["top1_agreement"] = "not requested (meaningful for logits only)"
+    return TensorMetrics(**out, **counts, na_reasons=reasons, numel=n)
+
+
+def _nonfinite_counts(g: np.ndarray, t: np.ndarray) -> dict[str, int]:
+    def count(a: np.ndarray) -> tuple[int, int]:
+        if a.dtype.kind != "f":
+            return 0, 0
+        return int(np.isnan(a).sum()), int(np.isinf(a).sum())
+
+    gn, gi = count(g)
+    tn, ti = count(t)
+    return {"golden_nan": gn, "golden_inf": gi, "target_nan": tn, "target_inf": ti}
+
+
+def _top1(g: np.ndarray, t: np.ndarray) -> tuple[float | None, str]:
+    """Share of rows (all axes but the last) whose argmax agrees: the class/token the model picks."""
+    if g.ndim < 1 or g.shape[-1] < 2:
+        return None, "needs a last axis of at least 2 classes"
+    classes = g.shape[-1]
+    g2 = g.reshape(-1, classes)
+    t2 = t.reshape(-1, classes)
+    rows = g2.shape[0]
+    step = max(1, CHUNK // classes)
+    agree = 0
+    for i in range(0, rows, step):
+        gc, tc = g2[i:i + step], t2[i:i + step]
+        if _is_ml_dtype(gc.dtype):
+            gc = gc.astype(np.float32)
+        if _is_ml_dtype(tc.dtype):
+            tc = tc.astype(np.float32)
+        agree += int(np.count_nonzero(np.argmax(gc, axis=-1) == np.argmax(tc, axis=-1)))
+    return agree / rows, ""
