@@ -1,0 +1,105 @@
+"""Compact results: small enough for an agent, nothing lost (the full result is on disk)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jsonschema
+import pytest
+
+from acc_agent.compact import DEFAULT_BUDGET_BYTES, compact_output_schema, compact_result
+
+
+def _load_fake() -> ModuleType:
+    if "agents_fake_tool" in sys.modules:
+        return sys.modules["agents_fake_tool"]
+    path = Path(__file__).parent / "fixtures" / "agents" / "fake_tool.py"
+    spec = importlib.util.spec_from_file_location("agents_fake_tool", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["agents_fake_tool"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+fake = _load_fake()
+
+
+@pytest.fixture(autouse=True)
+def _results_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ACC_AGENT_RESULTS_DIR", str(tmp_path / "results"))
+    return tmp_path / "results"
+
+
+def _size(obj: Any) -> int:
+    return len(json.dumps(obj, separators=(",", ":")).encode())
+
+
+def test_large_result_fits_budget_keeps_worst_rows_and_writes_full(_results_dir: Path) -> None:
+    with fake.registered() as spec:
+        result = spec.run({"path": "dump", "n": 2000, "bad_every": 150})
+        out = compact_result(spec, result)
+        full_size = _size(result.model_dump(mode="json"))
+        assert full_size > 200_000
+        assert _size(out) <= DEFAULT_BUDGET_BYTES
+        assert out["verdict"] == "fail" and out["summary"] == "dump: 2000 rows"
+        bad = [r for r in result.rows if r.status == "error"]
+        # All 13 error rows come first, in execution order; the rest of the kept rows are passes.
+        kept = out["rows"]
+        assert [r["name"] for r in kept[: len(bad)]] == [r.name for r in bad]
+        assert all(r["status"] == "pass" for r in kept[len(bad) :])
+        assert out["compact"]["truncated"]["rows"]["total"] == 2000
+        # A series has no "worst": an even sample keeps its first and last points.
+        loss = out["series"]["loss"]
+        assert loss[0]["step"] == 0.0 and loss[-1]["step"] == 1999.0
+        # Short value lists (shapes) are data and stay whole.
+        assert all(r["shape"] == [2, 3, 4, 5] for r in kept)
+        full_path = Path(out["compact"]["full_result"])
+        assert full_path.parent == _results_dir
+        assert json.loads(full_path.read_text()) == result.model_dump(mode="json")
+        jsonschema.validate(out, compact_output_schema(spec))
+
+
+def test_small_result_is_returned_whole_and_nothing_written(_results_dir: Path) -> None:
+    with fake.registered() as spec:
+        result = spec.run({"path": "p", "n": 5})
+        out = compact_result(spec, result)
+        assert out == result.model_dump(mode="json")
+        assert "compact" not in out
+        assert not _results_dir.exists() or not any(_results_dir.iterdir())
+
+
+def test_full_on_request_is_complete() -> None:
+    with fake.registered() as spec:
+        result = spec.run({"path": "p", "n": 500})
+        out = compact_result(spec, result, full=True)
+        assert len(out["rows"]) == 500 and "compact" not in out
+
+
+def test_long_text_is_cut_and_marked() -> None:
+    with fake.registered() as spec:
+        out = compact_result(spec, spec.run({"path": "p", "n": 1, "text_len": 50_000}))
+        assert len(out["text"]) < 5_000 and out["text"].endswith("see compact.full_result]")
+        assert out["compact"]["truncated"]["text"]["total"] == 50_000
+
+
+def test_tool_supplied_compact_is_used_and_still_valid() -> None:
+    def own(result: Any) -> dict[str, Any]:
+        return {
+            "verdict": result.verdict,
+            "summary": result.summary,
+            "rows": [r.model_dump() for r in result.rows[:2]],
+        }
+
+    with fake.registered(compact=own) as spec:
+        result = spec.run({"path": "p", "n": 50})
+        out = compact_result(spec, result)
+        assert set(out) == {"verdict", "summary", "rows", "compact"}
+        assert len(out["rows"]) == 2
+        assert Path(out["compact"]["full_result"]).is_file()
+        jsonschema.validate(out, compact_output_schema(spec))
