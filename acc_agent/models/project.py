@@ -152,7 +152,7 @@ class Project(_Strict):
     changes: list[dict[str, str]] = Field(default_factory=list, description="§5 change list rows: area, change.")
     risks: list[dict[str, str]] = Field(default_factory=list, description="Rows of risk, level, mitigation.")
     problems: list[dict[str, str]] = Field(default_factory=list, description="§7.1 problem log rows.")
-    attested: dict[Literal["code_migration", "npu_load", "inference_smoke", "training_smoke"], Evidence] = Field(
+    attested: dict[Literal["code_migration", "npu_load", "inference_smoke", "training_smoke", "full_accuracy"], Evidence] = Field(
         default_factory=dict)
 
     # Not part of the YAML: where it was loaded from, for resolving relative paths.
@@ -222,13 +222,13 @@ def parse_project(text: str, source: str = "mig.yaml", base_dir: Path | None = N
         parts = []
         for err in exc.errors():
             loc = tuple(str(p) for p in err.get("loc", ()))
-            line: int | None = None
+            lineno: int | None = None
             for cut in range(len(loc), -1, -1):
                 if loc[:cut] in lines:
-                    line = lines[loc[:cut]]
+                    lineno = lines[loc[:cut]]
                     break
             field = ".".join(loc) or "(top level)"
-            where = str(line) if line is not None else "?"
+            where = str(lineno) if lineno is not None else "?"
             parts.append(f"line {where}, field {field}: {err.get('msg', 'invalid')}")
         raise AccAgentError("invalid_project", f"{source}: " + "; ".join(parts),
                             hint="Fix the named fields; `acc-agent init` writes a commented example.",

@@ -1,0 +1,488 @@
+"""Turn a workflow result into what the templates print: cells that carry their source or their gap.
+
+Why here and not in the templates: every number must name its source and every missing one must
+say why and how to fill it. Doing that once in Python keeps the four documents (and both
+languages) quoting the very same cell, which is what the consistency check then verifies.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+from acc_agent.models.project import Project
+from acc_agent.render.env import code, fmt_num, md_escape
+from acc_agent.render.i18n import translate
+from acc_agent.workflow import SkillResult, WorkflowResult
+
+
+class Ctx:
+    """Cell builders bound to one language."""
+
+    def __init__(self, lang: str) -> None:
+        self.lang = lang
+
+    def t(self, key: str) -> str:
+        return translate(key, self.lang)
+
+    def na(self, reason: str, command: str = "") -> Markup:
+        text = f"N/A — {md_escape(reason)}"
+        if command:
+            text += f"; {md_escape(self.t('fill_with'))}: {code(command)}"
+        return Markup(text)
+
+    def gap(self, result: SkillResult) -> Markup:
+        return self.na(result.reason or f"{result.tool}: {result.status}", result.command)
+
+    def val(self, text: Any, source: str = "") -> Markup:
+        body = md_escape(fmt_num(text) if isinstance(text, float) else text)
+        if source:
+            body += f" ({md_escape(self.t('source'))}: {code(source)})"
+        return Markup(body)
+
+    def word(self, key: str) -> Markup:
+        return Markup(md_escape(self.t(key)))
+
+
+def dig(data: Any, *keys: str | int) -> Any:
+    """Nested lookup that returns None instead of raising, for tool outputs still evolving."""
+    cur = data
+    for key in keys:
+        if isinstance(cur, dict) and isinstance(key, str):
+            cur = cur.get(key)
+        elif isinstance(cur, list) and isinstance(key, int) and -len(cur) <= key < len(cur):
+            cur = cur[key]
+        else:
+            return None
+    return cur
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def _last_point(series: Any) -> tuple[int, float] | None:
+    if not isinstance(series, list) or not series:
+        return None
+    last = series[-1]
+    step, value = dig(last, "step"), _finite(dig(last, "value"))
+    if value is None or not isinstance(step, int):
+        return None
+    return step, value
+
+
+def _metric_rows(output: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-output rows of a compare_tensors result, whatever its list field is called."""
+    for key in ("outputs", "rows", "results", "tensors"):
+        rows = output.get(key)
+        if isinstance(rows, list) and rows and isinstance(rows[0], dict):
+            return rows
+    return []
+
+
+def _array_summary(path: Path, key: str) -> str | None:
+    """shape/dtype/mean/max of one array of a golden file, read without unpickling."""
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if key not in data.files:
+                return None
+            arr = data[key]
+    except (OSError, ValueError):
+        return None
+    a64 = arr.astype(np.float64)
+    bad = int((~np.isfinite(a64)).sum())
+    finite = a64[np.isfinite(a64)]
+    if finite.size == 0:
+        return f"{list(arr.shape)} {arr.dtype}, all {bad} values NaN/Inf"
+    text = f"{list(arr.shape)} {arr.dtype}, mean {fmt_num(float(finite.mean()))}, max {fmt_num(float(finite.max()))}"
+    return text + (f", {bad} NaN/Inf" if bad else "")
+
+
+def _npz_keys(path: Path | None) -> list[str]:
+    import numpy as np
+
+    if path is None or not path.is_file():
+        return []
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return sorted(data.files)
+    except (OSError, ValueError):
+        return []
+
+
+def build_baseline(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
+    """Baseline source per seed 002: select_baseline's answer, else the same rule applied to mig.yaml."""
+    p = wf.project
+    r = wf.get("baseline")
+    a = p.artefacts
+    if r.ok and r.output is not None:
+        source = str(r.output.get("source") or "na")
+        log = r.output.get("log_path") or ""
+        reason = str(r.output.get("reason") or r.output.get("summary") or "")
+        origin = r.command
+    else:
+        log_path = p.resolve(a.baseline_log)
+        if log_path is not None and log_path.is_file():
+            source = "cpu_log" if a.baseline_log_is_cpu else "project_log"
+            log = a.baseline_log
+            reason = "mig.yaml artefacts.baseline_log names a complete training log; it is quoted, not rerun"
+        elif a.gpu_available:
+            source, log = "gpu_measured", ""
+            reason = "no project training log; the user collects the GPU baseline with Mig_Readme §2.6"
+        else:
+            source, log = "na", ""
+            reason = "no project training log and no GPU available: no comparison is made rather than a misleading one"
+        reason += f" (select_baseline not run: {r.reason})"
+        origin = "mig.yaml"
+    if source not in ("project_log", "gpu_measured", "cpu_log", "na"):
+        source = "na"
+    return {
+        "code": source,
+        "label": Markup(f"{code(source)} {md_escape(c.t('src_' + source))}"),
+        "log": code(log) if log else c.na("no baseline log" if source != "project_log" else "log path not given"),
+        "reason": c.val(reason, origin if origin != "mig.yaml" else "mig.yaml"),
+        "quoted": source in ("project_log", "cpu_log"),
+    }
+
+
+def build_datasets(c: Ctx, p: Project) -> list[list[Markup]]:
+    rows = []
+    for d in p.datasets:
+        same = c.word("yes") if d.same_as_baseline else c.word("no") if d.same_as_baseline is False else c.na("not stated")
+        rows.append([c.word("p_" + d.purpose), c.val(d.dataset), c.val(d.subset or "—"), same,
+                     code(d.path) if d.path else c.na("no local path")])
+    return rows
+
+
+def build_thresholds(c: Ctx, p: Project) -> dict[str, Markup]:
+    t = p.thresholds
+    rtol, atol, tol_src = p.tolerance()
+    return {
+        "band": c.val(f"{t.short_run_band[0] * 100:g} %–{t.short_run_band[1] * 100:g} %", "mig.yaml thresholds.short_run_band"),
+        "window": c.val(t.short_run_window or "whole log", "mig.yaml thresholds.short_run_window"),
+        "flat": c.val(str(t.flat_steps_limit), "mig.yaml thresholds.flat_steps_limit"),
+        "metric": c.val(t.loss_metric, "mig.yaml thresholds.loss_metric"),
+        "rtol": c.val(fmt_num(rtol), tol_src),
+        "atol": c.val(fmt_num(atol), tol_src),
+        "precision": c.val(p.model.target_precision, "mig.yaml model.target_precision"),
+        "latency_kpi": c.val(f"{fmt_num(t.latency_p50_ms)} ms", "mig.yaml thresholds.latency_p50_ms")
+        if t.latency_p50_ms is not None else c.na("no latency KPI in mig.yaml thresholds.latency_p50_ms"),
+        "target_log": code(p.artefacts.target_log) if p.artefacts.target_log else c.na("artefacts.target_log not configured"),
+    }
+
+
+def build_training(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
+    p = wf.project
+    metric = p.thresholds.loss_metric
+    out: dict[str, Any] = {}
+    finals: dict[str, tuple[int, float] | None] = {}
+    for side in ("baseline_log", "target_log"):
+        r = wf.get(side)
+        rel = getattr(p.artefacts, side)
+        if not r.ok:
+            out[side] = c.gap(r)
+            finals[side] = None
+            continue
+        last = _last_point(dig(r.output, "series", metric))
+        finals[side] = last
+        out[side] = (c.val(last[1], f"{rel}, step {last[0]}") if last
+                     else c.na(f"no '{metric}' series in {rel}", r.command))
+    b, tg = finals["baseline_log"], finals["target_log"]
+    if b and tg:
+        diff = tg[1] - b[1]
+        out["diff"] = c.val(f"{fmt_num(diff)} ({fmt_num(diff / b[1] * 100 if b[1] else float('nan'), 3)} %)")
+    else:
+        out["diff"] = c.na("needs both logs parsed")
+    first = _finite(dig(wf.get("target_log").output, "series", metric, 0, "value")) if wf.get("target_log").ok else None
+    out["finite_first_loss"] = first
+    sr = wf.get("short_run")
+    if sr.ok and sr.output is not None:
+        drop = _finite(sr.output.get("relative_drop"))
+        ws, we = dig(sr.output, "window", "start_step"), dig(sr.output, "window", "end_step")
+        src = f"{p.artefacts.target_log}, steps {ws}–{we}; {sr.command}"
+        out["short_run"] = (c.val(f"{drop * 100:.1f} %", src) if drop is not None else c.na("relative_drop not computable", sr.command))
+        out["short_run_verdict"] = str(sr.output.get("verdict"))
+        out["short_run_summary"] = c.val(str(sr.output.get("summary", "")))
+    else:
+        out["short_run"] = c.gap(sr)
+        out["short_run_verdict"] = None
+        out["short_run_summary"] = c.gap(sr)
+    lc = wf.get("loss_curves")
+    out["curves_verdict"] = str(lc.output.get("verdict")) if lc.ok and lc.output else None
+    out["curves"] = c.val(f"[{lc.output.get('verdict')}] {lc.output.get('summary', '')}", lc.command) \
+        if lc.ok and lc.output else c.gap(lc)
+    return out
+
+
+def build_golden(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
+    p = wf.project
+    r = wf.get("golden")
+    gpath, tpath = p.resolve(p.artefacts.golden_outputs), p.resolve(p.artefacts.target_outputs)
+    errs: dict[str, Any] = {}
+    if r.ok and r.output is not None:
+        for row in _metric_rows(r.output):
+            name = str(row.get("name") or row.get("key") or row.get("output") or "")
+            errs[name] = row
+    rows = []
+    keys = _npz_keys(gpath) or list(errs)
+    for key in keys:
+        gsum = _array_summary(gpath, key) if gpath else None
+        tsum = _array_summary(tpath, key) if tpath and tpath.is_file() else None
+        erow = errs.get(key)
+        mae = _finite(dig(erow, "max_abs_err")) if erow else None
+        rows.append([
+            code(key),
+            c.val(gsum, p.artefacts.golden_outputs) if gsum else c.na("golden outputs not readable"),
+            c.val(tsum, p.artefacts.target_outputs) if tsum else c.na("target outputs missing", ""),
+            c.val(mae, r.command) if mae is not None else (c.gap(r) if not r.ok else c.na("not computed for this output")),
+        ])
+    verdict = str(r.output.get("verdict")) if r.ok and r.output else None
+    nan_free = None
+    if r.ok and r.output is not None:
+        mrows = _metric_rows(r.output)
+        if mrows:
+            nan_free = all(int(m.get("target_nan") or 0) == 0 and int(m.get("target_inf") or 0) == 0 for m in mrows)
+    return {"rows": rows, "verdict": verdict, "nan_free": nan_free,
+            "summary": c.val(str(r.output.get("summary", "")), r.command) if r.ok and r.output else c.gap(r)}
+
+
+def build_dumps(c: Ctx, wf: WorkflowResult, limit: int = 40) -> dict[str, Any]:
+    r = wf.get("dumps")
+    if not (r.ok and r.output is not None):
+        return {"ok": False, "gap": c.gap(r), "rows": [], "verdict": None, "first": c.gap(r), "category": c.gap(r)}
+    out = r.output
+    rows = []
+    for row in (out.get("rows") or [])[:limit]:
+        cells = [code(row.get("name", ""))]
+        for key in ("cosine", "max_abs_err", "max_rel_err", "one_thousandth_ratio"):
+            v = _finite(row.get(key))
+            reason = dig(row, "na_reasons", key) or "not computable"
+            cells.append(c.val(v) if v is not None else c.na(str(reason)))
+        cells.append(c.val(str(row.get("status", ""))))
+        rows.append(cells)
+    fd = out.get("first_divergence")
+    cat = dig(out, "diagnosis", "category")
+    return {
+        "ok": True, "rows": rows, "verdict": str(out.get("verdict")),
+        "total": len(out.get("rows") or []), "shown": len(rows),
+        "first": c.val(str(fd.get("name")), r.command) if isinstance(fd, dict) and fd.get("name")
+        else c.val("none found", r.command),
+        "first_name": fd.get("name") if isinstance(fd, dict) else None,
+        "first_reason": c.val(str(fd.get("reason") or "")) if isinstance(fd, dict) else Markup(""),
+        "category": code(str(cat)) if cat else c.na("no diagnosis in the result"),
+        "explanation": c.val(str(dig(out, "diagnosis", "explanation") or "")),
+        "next_actions": [c.val(str(a)) for a in (dig(out, "diagnosis", "next_actions") or [])],
+        "summary": c.val(str(out.get("summary", "")), r.command),
+    }
+
+
+def _perf_index(r: SkillResult) -> dict[int, dict[str, Any]]:
+    if not (r.ok and r.output is not None):
+        return {}
+    idx = {}
+    for row in r.output.get("results") or []:
+        bs = row.get("batch_size")
+        if isinstance(bs, int):
+            idx[bs] = row
+    return idx
+
+
+def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
+    p = wf.project
+    perf = p.performance
+    gpu_r, npu_r = wf.get("baseline_perf"), wf.get("target_perf")
+    gpu, npu = _perf_index(gpu_r), _perf_index(npu_r)
+    cpu_cell = c.na("CPU baseline not requested (seed 002: CPU only when the project asks for it)")
+    rows = []
+    kpi = p.thresholds.latency_p50_ms
+    met_flags: list[bool] = []
+    batches = sorted(set(npu) | set(gpu)) or perf.batch_sizes
+    for bs in batches:
+        for metric, key, unit in (("p50", "p50_ms", "ms"), ("p95", "p95_ms", "ms"), ("throughput", "throughput", "samples/s")):
+            gv, nv = _finite(dig(gpu.get(bs), key)), _finite(dig(npu.get(bs), key))
+            gcell = c.val(f"{fmt_num(gv)} {unit}", p.artefacts.baseline_perf) if gv is not None else (
+                c.gap(gpu_r) if not gpu_r.ok else c.na(f"batch {bs} not measured"))
+            ncell = c.val(f"{fmt_num(nv)} {unit}", p.artefacts.target_perf) if nv is not None else (
+                c.gap(npu_r) if not npu_r.ok else c.na(f"batch {bs} not measured"))
+            ratio = c.val(f"{fmt_num(nv / gv, 3)}×") if gv and nv is not None else c.na("needs both sides")
+            target = c.na("no KPI")
+            met = c.na("no KPI")
+            if metric == "p50" and kpi is not None and bs == min(batches):
+                target = c.val(f"≤ {fmt_num(kpi)} ms", "mig.yaml thresholds.latency_p50_ms")
+                if nv is not None:
+                    met_flags.append(nv <= kpi)
+                    met = c.word("yes") if nv <= kpi else c.word("no")
+                else:
+                    met = c.na("NPU latency not measured")
+            rows.append([c.val(f"{metric} (batch {bs})"), cpu_cell, gcell, ncell, c.na("no CPU baseline"), ratio, target, met])
+    comp = wf.get("performance")
+    if met_flags:
+        verdict: str | None = "met" if all(met_flags) else "not_met"
+    elif comp.ok and comp.output is not None and kpi is None:
+        verdict = "met" if comp.output.get("verdict") == "pass" else "not_met" if comp.output.get("verdict") == "fail" else None
+    else:
+        verdict = None
+    settings = npu_r.output["results"][0] if npu_r.ok and npu_r.output and npu_r.output.get("results") else {}
+    missing = []
+    if not perf.triggered:
+        missing.append("the user has not asked for performance work and mig.yaml has no latency/throughput KPI "
+                       "(set performance.triggered: true with a reason)")
+    if not p.artefacts.target_perf:
+        missing.append("no NPU timing result (artefacts.target_perf)")
+    if not p.artefacts.baseline_perf:
+        missing.append("no baseline timing result (artefacts.baseline_perf), collected via Mig_Readme §2.6")
+    inference = p.entry.inference or "<inference command>"
+    template = (f"acc-agent measure-performance --command {shlex.quote(inference)} "
+                f"--batch-sizes {','.join(str(b) for b in perf.batch_sizes)} --warmup {perf.warmup} "
+                f"--iterations {perf.iterations} --json > perf/npu_target.json")
+    latencies = {
+        "baseline": {bs: row.get("latencies_ms") for bs, row in gpu.items() if isinstance(row.get("latencies_ms"), list)},
+        "target": {bs: row.get("latencies_ms") for bs, row in npu.items() if isinstance(row.get("latencies_ms"), list)},
+    }
+    return {
+        "executed": perf.triggered and bool(npu),
+        "triggered": perf.triggered,
+        "reason": c.val(perf.reason or "—", "mig.yaml performance.reason"),
+        "missing": [c.val(m) for m in missing],
+        "template": code(template),
+        "rows": rows,
+        "verdict": verdict,
+        "scope": c.val(str(settings.get("scope") or perf.scope), p.artefacts.target_perf if settings else "mig.yaml performance.scope"),
+        "warmup": c.val(str(settings.get("warmup", perf.warmup)), p.artefacts.target_perf if settings else "mig.yaml performance.warmup"),
+        "iterations": c.val(str(settings.get("iterations", perf.iterations)), p.artefacts.target_perf if settings else "mig.yaml performance.iterations"),
+        "batches": c.val(", ".join(str(b) for b in batches)),
+        "concurrency": c.val(perf.concurrency),
+        "throughput_def": c.val(str(settings.get("throughput_unit") or "samples/s = batch_size / mean latency")),
+        "reproducibility": c.val(perf.reproducibility) if perf.reproducibility else c.na("mig.yaml performance.reproducibility is empty"),
+        "stages": [[c.val(s.get("stage", "")), c.val(s.get("time_ms", "")), c.val(s.get("source", ""))] for s in perf.stages],
+        "bottleneck": c.val(perf.bottleneck) if perf.bottleneck else c.na("no bottleneck analysis yet (mig.yaml performance.bottleneck)"),
+        "compare": c.val(f"[{comp.output.get('verdict')}] {comp.output.get('summary', '')}", comp.command)
+        if comp.ok and comp.output else c.gap(comp),
+        "latencies": latencies,
+        "sources": [x for x in (p.artefacts.baseline_perf, p.artefacts.target_perf) if x],
+    }
+
+
+def build_environment(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
+    r = wf.get("environment")
+    if not (r.ok and r.output is not None):
+        return {"verdict": c.gap(r), "checks": [], "code": None}
+    checks = []
+    for ch in r.output.get("checks") or []:
+        if isinstance(ch, dict):
+            checks.append([c.val(str(ch.get("name", ""))), c.val(str(ch.get("status", ch.get("verdict", "")))),
+                           c.val(str(ch.get("detail", ch.get("summary", ""))))])
+    return {"verdict": c.val(f"{r.output.get('verdict')} — {r.output.get('summary', '')}", r.command),
+            "checks": checks, "code": r.output.get("verdict")}
+
+
+def _box(c: Ctx, key: str, ticked: bool, evidence: Markup) -> dict[str, Any]:
+    return {"label": c.word("v_" + key), "key": key, "ticked": ticked, "evidence": evidence}
+
+
+def build_verification(c: Ctx, wf: WorkflowResult, tr: dict[str, Any], golden: dict[str, Any],
+                       dumps: dict[str, Any], perf: dict[str, Any]) -> list[dict[str, Any]]:
+    """Mig_report §6: a box is ticked only when a named piece of evidence supports it."""
+    p = wf.project
+    att = p.attested
+    boxes = []
+
+    def attested(key: str) -> Markup | None:
+        ev = att.get(key)  # type: ignore[call-overload]
+        return c.val("attested", f"mig.yaml attested.{key}: {ev.ref}") if ev is not None and ev.done else None
+
+    ev = attested("code_migration")
+    boxes.append(_box(c, "code_migration", ev is not None, ev or c.na("no evidence: set attested.code_migration with a ref")))
+    ev = attested("npu_load")
+    if ev is None and dumps["ok"]:
+        ev = c.val("target dump holds a complete forward", p.artefacts.target_dump)
+    boxes.append(_box(c, "npu_load", ev is not None, ev or c.na("no target dump and no attested.npu_load")))
+    ev = attested("inference_smoke")
+    if ev is None and golden["nan_free"] is True:
+        ev = c.val("golden outputs compared, no NaN/Inf on the NPU side", wf.get("golden").command)
+    boxes.append(_box(c, "inference_smoke", ev is not None, ev or c.na("needs compare_tensors on golden outputs", wf.get("golden").command)))
+    g_ok = golden["verdict"] == "pass"
+    boxes.append(_box(c, "golden", g_ok, c.val(f"compare_tensors verdict: {golden['verdict']}", wf.get("golden").command)
+                      if golden["verdict"] else c.gap(wf.get("golden"))))
+    ev = attested("training_smoke")
+    if ev is None and tr.get("finite_first_loss") is not None:
+        ev = c.val("first loss of the target log is finite", f"{p.artefacts.target_log}, first step")
+    boxes.append(_box(c, "training_smoke", ev is not None, ev or c.na("target log not parsed", wf.get("target_log").command)))
+    srv = tr.get("short_run_verdict")
+    boxes.append(_box(c, "short_run", srv == "pass", c.val(f"judge_short_run verdict: {srv}", wf.get("short_run").command)
+                      if srv else c.gap(wf.get("short_run"))))
+    cv = tr.get("curves_verdict")
+    boxes.append(_box(c, "formal_training", cv == "pass", c.val(f"compare_loss_curves verdict: {cv}", wf.get("loss_curves").command)
+                      if cv else c.gap(wf.get("loss_curves"))))
+    ev = attested("full_accuracy")
+    boxes.append(_box(c, "full_accuracy", ev is not None, ev or c.na("no full-accuracy evaluation result; attest it with "
+                                                                     "attested.full_accuracy and the evaluation log")))
+    pv = perf["verdict"]
+    boxes.append(_box(c, "performance", pv == "met", c.val(f"performance: {pv}", ", ".join(perf["sources"]))
+                      if pv else c.na("no performance verdict: " + ("no KPI and no compare_performance result"
+                                                                    if perf["triggered"] else "performance not triggered"))))
+    return boxes
+
+
+def overall(accuracy: str | None, performance: str | None) -> str:
+    verdicts = [v for v in (accuracy, performance) if v is not None]
+    if "not_met" in verdicts:
+        return "fail"
+    if len(verdicts) == 2:
+        return "pass"
+    return "pass_with_conditions" if verdicts else "na"
+
+
+def build_context(wf: WorkflowResult, lang: str, plots: dict[str, str] | None = None) -> dict[str, Any]:
+    c = Ctx(lang)
+    p = wf.project
+    tr = build_training(c, wf)
+    golden = build_golden(c, wf)
+    dumps = build_dumps(c, wf)
+    perf = build_performance(c, wf)
+    accuracy: str | None = None
+    if golden["verdict"] == "pass" and dumps["verdict"] in (None, "pass"):
+        accuracy = "met"
+    elif golden["verdict"] == "fail" or dumps["verdict"] == "fail":
+        accuracy = "not_met"
+    ov = overall(accuracy, perf["verdict"])
+    status = {"pass": "st_adapted", "fail": "st_failed", "pass_with_conditions": "st_conditional", "na": "st_in_progress"}[ov]
+    gaps = [{"slot": r.slot, "tool": r.tool, "reason": c.val(r.reason), "command": code(r.command)}
+            for r in wf.results.values() if not r.ok]
+    return {
+        "p": p,
+        "today": p.project.date or date.today().isoformat(),
+        "baseline": build_baseline(c, wf),
+        "datasets": build_datasets(c, p),
+        "th": build_thresholds(c, p),
+        "training": tr,
+        "golden": golden,
+        "dumps": dumps,
+        "perf": perf,
+        "env": build_environment(c, wf),
+        "boxes": build_verification(c, wf, tr, golden, dumps, perf),
+        "accuracy": accuracy,
+        "performance": perf["verdict"],
+        "overall": ov,
+        "status": status,
+        "gaps": gaps,
+        "plots": plots or {},
+        "io_rows": [[c.val(r.get("name", "")), c.val(r.get("shape", "")), c.val(r.get("dtype", ""))] for r in p.model.io_contract],
+        "param_rows": [[code(r.get("parameter", "")), c.val(r.get("meaning", "")), c.val(r.get("default", ""))]
+                       for r in p.entry.parameters],
+        "changes": [[c.val(r.get("area", "")), c.val(r.get("change", ""))] for r in p.changes],
+        "risks": [[c.val(r.get("risk", "")), c.val(r.get("level", "")), c.val(r.get("mitigation", ""))] for r in p.risks],
+        "problems": [[c.val(r.get(k, "")) for k in ("date", "problem", "command", "error", "tried", "root_cause", "fix")]
+                     for r in p.problems],
+        "cell": c,
+    }

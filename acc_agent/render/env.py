@@ -1,0 +1,135 @@
+"""The Jinja2 environment of the deliverables: markdown-safe by default.
+
+Why a custom ``finalize``: a template author will forget to escape some user string (a dataset
+name with a pipe breaks a table, one with ``<`` injects HTML). Every ``{{ }}`` output is therefore
+escaped for markdown unless it is already :class:`Markup` (made by the ``code``/``raw`` filters),
+and ``None`` or a float NaN can never leak into a document: they raise instead.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+import acc_agent
+from acc_agent.errors import AccAgentError
+from acc_agent.render.i18n import LANGS, translate
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~])")
+
+
+def templates_dir() -> Path:
+    """Top-level ``templates/`` beside the package (installed editable, per the product card)."""
+    path = Path(acc_agent.__file__).resolve().parents[1] / "templates"
+    if not path.is_dir():
+        raise AccAgentError("missing_templates", f"templates folder not found at {path}",
+                            hint="Install acc-agent from a checkout (`pip install -e .`) so templates/ sits beside "
+                                 "the acc_agent package.", path=str(path))
+    return path
+
+
+def md_escape(value: Any) -> str:
+    """Escape a user string for a markdown paragraph or table cell; newlines become spaces."""
+    text = " ".join(str(value).splitlines())
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def code(value: Any) -> Markup:
+    """Inline code that survives tables: pipes escaped, backtick fence longer than any run inside."""
+    text = " ".join(str(value).splitlines()).replace("|", "\\|")
+    runs = [len(m) for m in re.findall(r"`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return Markup(f"{fence}{pad}{text}{pad}{fence}")
+
+
+def fmt_num(value: Any, digits: int = 4) -> str:
+    """Numbers as reviewers read them: 4 significant digits, scientific when tiny or huge."""
+    if value is None:
+        raise ValueError("fmt_num got None: the context must turn missing numbers into N/A with a reason")
+    v = float(value)
+    if math.isnan(v) or math.isinf(v):
+        return "NaN" if math.isnan(v) else ("+Inf" if v > 0 else "-Inf")
+    if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e6):
+        return f"{v:.{digits - 1}e}"
+    return f"{v:.{digits}g}"
+
+
+def pct(value: Any) -> str:
+    return f"{float(value) * 100:.1f} %"
+
+
+def _finalize(value: Any) -> Any:
+    if value is None:
+        raise ValueError("a template printed None: missing values must be rendered as N/A with a reason")
+    if isinstance(value, Markup):
+        return value
+    if isinstance(value, float):
+        return fmt_num(value)
+    if isinstance(value, bool):
+        return str(value).lower()
+    return md_escape(value)
+
+
+def cell(value: Any) -> str:
+    """One table cell or inline value, escaped exactly as a ``{{ }}`` expression would be."""
+    return str(_finalize(value))
+
+
+def table(headers: list[Any], rows: list[list[Any]]) -> Markup:
+    """A GFM table whose every row has the header's cell count (short rows are padded with a dash)."""
+    n = len(headers)
+    lines = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + " --- |" * n]
+    for row in rows:
+        cells = [cell(v) for v in row][:n] + ["—"] * max(0, n - len(row))
+        lines.append("| " + " | ".join(cells) + " |")
+    return Markup("\n".join(lines))
+
+
+def keep(block_id: str, default: str) -> Markup:
+    """A human-owned block: its body survives re-rendering byte for byte (render/files.py)."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", block_id):
+        raise ValueError(f"bad keep-block id {block_id!r}")
+    return Markup(f"<!-- acc-agent:keep {block_id} -->\n{md_escape(default)}\n<!-- acc-agent:end {block_id} -->")
+
+
+def plot(path: str | None, alt: str) -> Markup:
+    """An image link to a PNG next to the documents, or nothing when the plot could not be made."""
+    if not path:
+        return Markup("")
+    return Markup(f"![{md_escape(alt)}]({path})")
+
+
+def make_env(lang: str) -> Any:
+    """A fresh environment for one language; ``t('key')`` translates via i18n."""
+    import jinja2
+
+    if lang not in LANGS:
+        raise AccAgentError("invalid_language", f"unsupported language {lang!r}", hint="Use --lang en or --lang zh.")
+    root = templates_dir()
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([str(root / lang)]),
+        undefined=jinja2.StrictUndefined,
+        finalize=_finalize,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["code"] = code
+    env.filters["num"] = lambda v, d=4: Markup(md_escape(fmt_num(v, d)))
+    env.filters["pct"] = lambda v: Markup(pct(v))
+    env.filters["raw"] = Markup
+    env.filters["md"] = lambda v: Markup(md_escape(v))
+    env.globals["t"] = lambda key: Markup(md_escape(translate(key, lang)))
+    env.globals["lang"] = lang
+    env.globals["table"] = table
+    env.globals["keep"] = keep
+    env.globals["plot"] = plot
+    env.globals["facts"] = lambda item, value, pairs: table(
+        [item, value], [[Markup(md_escape(translate(k, lang))), v] for k, v in pairs])
+    return env

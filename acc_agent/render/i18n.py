@@ -1,0 +1,90 @@
+"""English and Chinese strings shared by the templates and the document checks.
+
+Why one table: the consistency check finds facts in the rendered files by their row labels, so
+the labels the templates print and the labels the checker looks for must be the same strings.
+"""
+
+from __future__ import annotations
+
+LANGS = ("en", "zh")
+
+STRINGS: dict[str, dict[str, str]] = {
+    # verdict words
+    "yes": {"en": "yes", "zh": "是"},
+    "no": {"en": "no", "zh": "否"},
+    "met": {"en": "met", "zh": "达标"},
+    "not_met": {"en": "not met", "zh": "未达标"},
+    "na": {"en": "N/A", "zh": "N/A"},
+    "pass": {"en": "pass", "zh": "通过"},
+    "fail": {"en": "fail", "zh": "不通过"},
+    "pass_with_conditions": {"en": "pass with conditions", "zh": "有条件通过"},
+    "run": {"en": "run", "zh": "运行"},
+    "source": {"en": "source", "zh": "来源"},
+    # fact labels (consistency matrix)
+    "f_baseline_source": {"en": "Baseline source", "zh": "基线来源"},
+    "f_baseline_log": {"en": "Baseline log", "zh": "基线日志"},
+    "f_band": {"en": "Short-run band", "zh": "短测下降区间"},
+    "f_window": {"en": "Short-run window", "zh": "短测窗口"},
+    "f_flat": {"en": "Flat-loss step limit", "zh": "loss 无改善步数上限"},
+    "f_metric": {"en": "Loss metric", "zh": "loss 指标"},
+    "f_target_log": {"en": "Target log", "zh": "目标日志"},
+    "f_rtol": {"en": "rtol", "zh": "rtol"},
+    "f_atol": {"en": "atol", "zh": "atol"},
+    "f_precision": {"en": "Target precision", "zh": "目标精度"},
+    "f_latency_kpi": {"en": "Latency KPI (p50)", "zh": "时延 KPI (p50)"},
+    "f_accuracy": {"en": "Accuracy met?", "zh": "精度是否达标"},
+    "f_performance": {"en": "Performance met?", "zh": "性能是否达标"},
+    "f_overall": {"en": "Overall", "zh": "总体结论"},
+    "f_hardware": {"en": "Hardware", "zh": "硬件"},
+    "f_framework": {"en": "Framework", "zh": "框架"},
+    "f_batch": {"en": "Batch", "zh": "batch"},
+    "f_date": {"en": "Date", "zh": "日期"},
+    "f_reason": {"en": "Why this baseline", "zh": "选取原因"},
+    # baseline sources
+    "src_project_log": {"en": "project training log", "zh": "项目训练日志"},
+    "src_gpu_measured": {"en": "GPU measured (Mig_Readme §2.6)", "zh": "GPU 实测 (Mig_Readme §2.6)"},
+    "src_cpu_log": {"en": "CPU log", "zh": "CPU 日志"},
+    "src_na": {"en": "N/A", "zh": "N/A"},
+    # dataset purposes
+    "p_short_run": {"en": "short run", "zh": "训练短测"},
+    "p_smoke": {"en": "smoke", "zh": "冒烟"},
+    "p_golden": {"en": "golden", "zh": "golden 样本"},
+    "p_full": {"en": "full accuracy/performance", "zh": "全量精度/性能"},
+    "p_training": {"en": "training", "zh": "训练"},
+    "p_inference_acceptance": {"en": "inference acceptance", "zh": "推理验收"},
+    # Mig_report §6 boxes
+    "v_code_migration": {"en": "Code migration done", "zh": "代码迁移完成"},
+    "v_npu_load": {"en": "NPU load and single forward", "zh": "NPU 加载与单次前向"},
+    "v_inference_smoke": {"en": "Inference smoke (fixed input, shape/dtype right, no NaN/Inf)",
+                          "zh": "推理冒烟（固定输入，shape/dtype 正确，无 NaN/Inf）"},
+    "v_golden": {"en": "Golden consistency", "zh": "golden 一致性"},
+    "v_training_smoke": {"en": "Training smoke (one batch forward+backward, finite loss)",
+                         "zh": "训练冒烟（单 batch 前向+反向，loss 有限）"},
+    "v_short_run": {"en": "Training short run (loss drop in band, not repeated)",
+                    "zh": "训练短测（loss 降幅在区间内，不重复跑）"},
+    "v_formal_training": {"en": "Formal training (loss curve follows the baseline)",
+                          "zh": "正式训练（loss 曲线与基线一致）"},
+    "v_full_accuracy": {"en": "Full accuracy met", "zh": "全量精度达标"},
+    "v_performance": {"en": "Performance met", "zh": "性能达标"},
+    # gaps
+    "not_run": {"en": "not run", "zh": "未运行"},
+    "evidence": {"en": "evidence", "zh": "证据"},
+    "why": {"en": "why", "zh": "原因"},
+    "fill_with": {"en": "fill with", "zh": "补齐命令"},
+    # statuses for Summary
+    "st_adapted": {"en": "adapted", "zh": "已适配"},
+    "st_conditional": {"en": "conditional", "zh": "有条件适配"},
+    "st_failed": {"en": "failed", "zh": "失败"},
+    "st_in_progress": {"en": "in progress", "zh": "进行中"},
+}
+
+
+def translate(key: str, lang: str) -> str:
+    """The string for ``key``; an unknown key is a programming error, so it fails loudly."""
+    if lang not in LANGS:
+        raise ValueError(f"unsupported language {lang!r}")
+    return STRINGS[key][lang]
+
+
+def labels(lang: str) -> dict[str, str]:
+    return {k: v[lang] for k, v in STRINGS.items()}
