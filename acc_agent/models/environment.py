@@ -1,0 +1,183 @@
+"""Models of the environment skill: ``check_environment`` and ``diff_environments``.
+
+The check answers one question for the rest of the pack — can migration tests run here directly?
+— with ``verdict`` ``auto`` / ``manual_stop`` / ``unknown`` and one row per thing it looked at, each
+with the value found, why it matters and the command that fixes it. Its JSON is also the
+environment snapshot the reports quote (Mig_report §3, Compare §2.1/2.2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from acc_agent.models.common import ToolInput, ToolOutput
+
+CheckStatus = Literal["ok", "warn", "fail", "unknown", "skipped"]
+
+
+class NpuChip(BaseModel):
+    """One chip row pair of ``npu-smi info``; None where the output has no value (``NA``, ``-``)."""
+
+    npu_id: int
+    chip_id: int
+    phy_id: int | None = Field(default=None, description="Physical id (A3 'Chip Phy-ID' column).")
+    device_id: int | None = Field(default=None, description="Logical device id (310P 'Chip Device' column).")
+    name: str
+    health: str
+    bus_id: str | None = None
+    power_w: float | None = None
+    temp_c: float | None = None
+    aicore_pct: float | None = None
+    memory_used_mb: int | None = None
+    memory_total_mb: int | None = None
+    hbm_used_mb: int | None = None
+    hbm_total_mb: int | None = None
+
+
+class NpuProcess(BaseModel):
+    npu_id: int
+    chip_id: int
+    pid: int
+    name: str = ""
+    memory_mb: int | None = None
+
+
+class NpuSmiInfo(BaseModel):
+    """Parsed ``npu-smi info``; ``problems`` lists what could not be read (never silently skipped)."""
+
+    source: str = Field(description="File the output was read from, or the command that produced it.")
+    tool_version: str | None = None
+    driver_version: str | None = Field(default=None, description="The 'Version:' field of the banner.")
+    chips: list[NpuChip] = Field(default_factory=list)
+    processes: list[NpuProcess] = Field(default_factory=list)
+    process_table_seen: bool = False
+    problems: list[str] = Field(default_factory=list)
+
+
+class GpuDevice(BaseModel):
+    index: int
+    name: str
+    bus_id: str | None = None
+    memory_used_mib: int | None = None
+    memory_total_mib: int | None = None
+    utilization_pct: float | None = None
+    power_w: float | None = None
+    power_cap_w: float | None = None
+    temp_c: float | None = None
+
+
+class GpuProcess(BaseModel):
+    gpu: int
+    pid: int
+    type: str = ""
+    name: str = ""
+    memory_mib: int | None = None
+
+
+class NvidiaSmiInfo(BaseModel):
+    source: str
+    smi_version: str | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    gpus: list[GpuDevice] = Field(default_factory=list)
+    processes: list[GpuProcess] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+
+
+class Check(BaseModel):
+    """One thing the environment check looked at."""
+
+    name: str = Field(description="Stable identifier, e.g. 'torch_npu_matches_torch'.")
+    status: CheckStatus
+    value: str | None = Field(default=None, description="What was found (a version, a count), or None.")
+    reason: str = Field(description="Why this status, in one sentence a migration engineer can act on.")
+    fix: str | None = Field(default=None, description="Command or action that fixes the problem, when there is one.")
+    critical: bool = Field(default=True, description="Whether this check decides if tests can run directly.")
+    source: str | None = Field(default=None, description="File, command or variable the value came from.")
+
+
+class CheckEnvironmentInput(ToolInput):
+    root: Path = Field(
+        default=Path("/"),
+        description="Treat this directory as the filesystem root when reading version files "
+        "(e.g. ROOT/usr/local/Ascend/driver/version.info); use it to check a copied or recorded tree.",
+    )
+    target: Literal["npu", "gpu"] = Field(
+        default="npu", description="Which side this machine is: the Ascend target (npu) or the GPU baseline (gpu)."
+    )
+    npu_smi_output: Path | None = Field(
+        default=None, description="Recorded output of `npu-smi info` to parse instead of running npu-smi."
+    )
+    nvidia_smi_output: Path | None = Field(
+        default=None, description="Recorded output of `nvidia-smi` to parse instead of running nvidia-smi."
+    )
+    env_file: Path | None = Field(
+        default=None,
+        description="Recorded environment (KEY=VALUE lines, e.g. the output of `env`) to judge instead of "
+        "this process's environment variables.",
+    )
+    pip_list_output: Path | None = Field(
+        default=None,
+        description="Recorded `pip list` or `pip freeze` output to read torch / torch_npu / MindSpore versions "
+        "from, instead of this interpreter's installed packages.",
+    )
+    probe: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="Run a child process that imports torch_npu (or uses CUDA) and does a tiny matmul on the "
+        "device. auto: only when checking this live machine without recorded inputs or --root.",
+    )
+    probe_timeout_s: float = Field(default=120.0, gt=0, description="Seconds before the device probe is killed.")
+    snapshot_out: Path | None = Field(
+        default=None, description="Write the full result as an environment snapshot JSON file here (for the reports)."
+    )
+
+
+class CheckEnvironmentOutput(ToolOutput):
+    """Verdict: ``auto`` (tests can run directly), ``manual_stop`` (a blocking problem, see the failing
+    checks and their fixes) or ``unknown`` (a deciding fact could not be established)."""
+
+    failing_verdicts: ClassVar[frozenset[str]] = frozenset({"manual_stop"})
+
+    verdict: Literal["auto", "manual_stop", "unknown"]
+    target: Literal["npu", "gpu"]
+    checks: list[Check] = Field(default_factory=list)
+    system: dict[str, str | None] = Field(default_factory=dict, description="OS, kernel, Python, CPU, memory.")
+    versions: dict[str, str | None] = Field(
+        default_factory=dict, description="torch, torch_npu, mindspore, cann, driver, firmware, cuda (None = not found)."
+    )
+    env_vars: dict[str, str] = Field(default_factory=dict, description="ASCEND_*, HCCL_*, library paths, device lists.")
+    npu_smi: NpuSmiInfo | None = None
+    nvidia_smi: NvidiaSmiInfo | None = None
+    probe: dict[str, str | float | bool | None] | None = Field(
+        default=None, description="Result of the subprocess device probe, when it ran."
+    )
+    snapshot_path: str | None = None
+
+
+class EnvDifference(BaseModel):
+    key: str
+    baseline: str | None
+    target: str | None
+    impact: Literal["expected", "review", "blocking"] = Field(
+        description="expected (baseline GPU vs target NPU naturally differ), review (may change numbers), "
+        "blocking (comparison not like-for-like)"
+    )
+    note: str = ""
+
+
+class DiffEnvironmentsInput(ToolInput):
+    baseline: Path = Field(description="Environment snapshot JSON of the baseline machine (check-environment --snapshot-out).")
+    target: Path = Field(description="Environment snapshot JSON of the target machine.")
+
+
+class DiffEnvironmentsOutput(ToolOutput):
+    """Verdict: ``same``, ``differs`` (only expected or reviewable differences) or ``not_comparable``."""
+
+    failing_verdicts: ClassVar[frozenset[str]] = frozenset()
+
+    verdict: Literal["same", "differs", "not_comparable"]
+    differences: list[EnvDifference] = Field(default_factory=list)
+    same: list[str] = Field(default_factory=list, description="Keys whose values are equal on both sides.")

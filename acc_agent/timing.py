@@ -1,0 +1,181 @@
+"""Stage timing that user code can wrap, and the device synchronisation every timestamp needs.
+
+Accelerators run work asynchronously: ``model(x)`` on CUDA or Ascend returns as soon as the
+kernels are queued. A timestamp taken without synchronising measures the queueing, not the work,
+and produces confident nonsense. Every timestamp here is therefore preceded by ``sync()``.
+
+User code marks its stages once and leaves them in::
+
+    from acc_agent.timing import stage
+
+    def infer(batch):
+        with stage("preprocess"):
+            x = prepare(batch)
+        with stage("inference"):
+            y = model(x)
+        with stage("postprocess"):
+            return decode(y)
+
+Outside a measurement ``stage`` costs one context-variable lookup; inside ``measure_performance``
+each stage's duration is recorded per iteration and reported (Compare.md §4.1).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+Clock = Callable[[], int]
+Sync = Callable[[], None]
+
+#: The canonical stage names Compare.md §4.1 and the bottleneck analysis understand.
+KNOWN_STAGES = ("preprocess", "inference", "postprocess", "io")
+
+
+def _noop() -> None:
+    return None
+
+
+def torch_device_in_use() -> str | None:
+    """``"npu"`` or ``"cuda"`` when user code has already imported torch and initialised that device.
+
+    Torch is never imported here: if the user's code did not import it, no device work exists to
+    wait for, and importing it would cost seconds.
+    """
+    torch: Any = sys.modules.get("torch")
+    if torch is None:
+        return None
+    npu = getattr(torch, "npu", None)
+    if npu is not None and "torch_npu" in sys.modules:
+        try:
+            if npu.is_available() and npu.is_initialized():
+                return "npu"
+        except Exception:  # noqa: BLE001 - a broken plug-in must not break timing
+            pass
+    cuda = getattr(torch, "cuda", None)
+    try:
+        if cuda is not None and cuda.is_available() and cuda.is_initialized():
+            return "cuda"
+    except Exception:  # noqa: BLE001
+        pass
+    return None
+
+
+def device_sync(kind: str = "auto") -> tuple[Sync, str]:
+    """Return ``(sync function, description)`` for ``kind`` in auto | none | cuda | npu.
+
+    ``auto`` resolves at call time to whichever torch device user code initialised, else no-op.
+    """
+    if kind == "auto":
+        detected = torch_device_in_use()
+        if detected is None:
+            return _noop, "none (no torch CUDA/NPU device initialised by the measured code)"
+        kind = detected
+    if kind == "none":
+        return _noop, "none (disabled by the caller)"
+    torch: Any = sys.modules.get("torch")
+    if torch is None:
+        import torch as torch_mod
+
+        torch = torch_mod
+    if kind == "cuda":
+        return torch.cuda.synchronize, "torch.cuda.synchronize() before every timestamp"
+    if kind == "npu":
+        return torch.npu.synchronize, "torch.npu.synchronize() before every timestamp"
+    raise ValueError(f"unknown sync kind {kind!r}")
+
+
+class StageTimer:
+    """Collects per-stage durations (ns) for one measurement; sync before every timestamp."""
+
+    __slots__ = ("sync", "clock", "durations", "_current")
+
+    def __init__(self, sync: Sync | None = None, clock: Clock = time.perf_counter_ns) -> None:
+        self.sync: Sync = sync or _noop
+        self.clock = clock
+        self.durations: dict[str, list[int]] = {}
+        self._current: dict[str, int] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        self.sync()
+        start = self.clock()
+        try:
+            yield
+        finally:
+            self.sync()
+            elapsed = self.clock() - start
+            self._current[name] = self._current.get(name, 0) + elapsed
+
+    def end_iteration(self, keep: bool) -> None:
+        """Close one iteration: stages entered several times in it are summed; warm-up is dropped."""
+        if keep:
+            for name, ns in self._current.items():
+                self.durations.setdefault(name, []).append(ns)
+        self._current = {}
+
+
+_ACTIVE: contextvars.ContextVar[StageTimer | None] = contextvars.ContextVar("acc_agent_stage_timer", default=None)
+
+
+@contextmanager
+def stage(name: str) -> Iterator[None]:
+    """Time the enclosed block as stage ``name`` when a measurement is running; otherwise do nothing."""
+    timer = _ACTIVE.get()
+    if timer is None:
+        yield
+        return
+    with timer.stage(name):
+        yield
+
+
+@contextmanager
+def active_timer(timer: StageTimer) -> Iterator[StageTimer]:
+    """Make ``timer`` the one :func:`stage` records into, for the duration of the block."""
+    token = _ACTIVE.set(timer)
+    try:
+        yield timer
+    finally:
+        _ACTIVE.reset(token)
+
+
+def run_iterations(
+    fn: Callable[[], Any],
+    warmup: int,
+    iterations: int,
+    sync: Sync | None = None,
+    clock: Clock = time.perf_counter_ns,
+    timer: StageTimer | None = None,
+) -> list[int]:
+    """Call ``fn`` ``warmup`` times untimed, then ``iterations`` times timed; durations in ns.
+
+    Each timed call is bracketed as sync → clock → fn → sync → clock, so queued device work is
+    inside the interval. The loop body is kept minimal: its overhead is measured by
+    ``bench/bench_timing.py``.
+    """
+    do_sync = sync or _noop
+    if timer is not None:
+        token = _ACTIVE.set(timer)
+    try:
+        for _ in range(warmup):
+            fn()
+            do_sync()
+            if timer is not None:
+                timer.end_iteration(keep=False)
+        out = [0] * iterations
+        for i in range(iterations):
+            do_sync()
+            t0 = clock()
+            fn()
+            do_sync()
+            out[i] = clock() - t0
+            if timer is not None:
+                timer.end_iteration(keep=True)
+        return out
+    finally:
+        if timer is not None:
+            _ACTIVE.reset(token)
