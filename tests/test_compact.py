@@ -103,3 +103,26 @@ def test_tool_supplied_compact_is_used_and_still_valid() -> None:
         assert len(out["rows"]) == 2
         assert Path(out["compact"]["full_result"]).is_file()
         jsonschema.validate(out, compact_output_schema(spec))
+
+
+def test_default_compare_dumps_result_for_2000_rows_is_under_20_kb(tmp_path: Path) -> None:
+    """The acceptance bar: a 2,000-tensor dump comparison costs an agent < 20 KB of JSON."""
+    from acc_agent.registry import all_tools
+
+    specs = all_tools()
+    if "compare_dumps" not in specs:
+        pytest.fail("compare_dumps is not registered")
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "agents"))
+    from make_dump import write_dump_pair
+
+    golden, target = write_dump_pair(tmp_path / "d", rows=2000, fault_at=1500, size=16)
+    spec = specs["compare_dumps"]
+    result = spec.run({"golden": str(golden), "target": str(target)})
+    out = compact_result(spec, result)
+    size = _size(out)
+    assert size < 20_000, f"compact compare_dumps result is {size} bytes"
+    # Still tells the agent where to look: the failing rows and where everything else is.
+    assert out["verdict"] == "fail"
+    assert out["rows"] and out["rows"][0]["status"] != "pass"
+    assert all(int(r["name"].split(".")[2]) >= 1500 for r in out["rows"] if r["status"] != "pass")
+    assert Path(out["compact"]["full_result"]).is_file()

@@ -1,0 +1,173 @@
+"""`acc-agent mcp` driven by the MCP SDK's own stdio client, as a coding agent would drive it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import jsonschema
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from test_mcp_samples import SAMPLES
+
+from acc_agent.registry import all_tools
+
+
+def _server_params(results: Path) -> StdioServerParameters:
+    env = dict(os.environ) | {"ACC_AGENT_RESULTS_DIR": str(results), "PYTHONUNBUFFERED": "1"}
+    return StdioServerParameters(command=sys.executable, args=["-m", "acc_agent", "mcp"], env=env)
+
+
+def _server_pids() -> list[int]:
+    """Our own child processes running the server (stdio_client does not expose the pid)."""
+    me = os.getpid()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == me and b"acc_agent" in cmd and b"mcp" in cmd:
+            found.append(int(entry.name))
+    return found
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def _error(result: Any) -> dict[str, Any]:
+    assert result.is_error, result
+    body = result.structured_content
+    assert body is not None and set(body) == {"error"}, body
+    err = body["error"]
+    assert err["code"] and err["message"] and err["hint"], err
+    # The text block carries the same error for clients that ignore structured content.
+    assert err["message"] in result.content[0].text
+    return err
+
+
+def _first_required(schema: dict[str, Any]) -> str | None:
+    required = schema.get("required", [])
+    return required[0] if required else None
+
+
+def test_mcp_server_lists_calls_and_survives_1000_calls(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    specs = all_tools()
+    samples = {name: build(tmp_path) for name, build in SAMPLES.items() if name in specs}
+    rss: dict[int, int] = {}
+
+    async def scenario() -> None:
+        async with (
+            stdio_client(_server_params(results)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            init = await session.initialize()
+            assert init.server_info.name == "acc-agent"
+            listed = {t.name: t for t in (await session.list_tools()).tools}
+            assert set(listed) == set(specs), "the server must list exactly the registry's tools"
+            for name, tool in listed.items():
+                assert tool.output_schema is not None and tool.input_schema["type"] == "object"
+                # Flat arguments: the input model's own fields, not one nested parameter.
+                assert set(tool.input_schema["properties"]) == set(specs[name].input_model.model_fields) | {
+                    "full_result"
+                }
+                assert tool.description
+
+            # Every tool on its sample: a structured result valid under the declared output schema.
+            for name, args in samples.items():
+                result = await session.call_tool(name, args)
+                assert not result.is_error, (name, result.content)
+                jsonschema.validate(result.structured_content, listed[name].output_schema)
+                assert result.structured_content["verdict"] and result.structured_content["summary"]
+                assert json.loads(result.content[0].text) == result.structured_content
+                full = await session.call_tool(name, args | {"full_result": True})
+                assert "compact" not in full.structured_content
+                jsonschema.validate(full.structured_content, listed[name].output_schema)
+
+            # Bad calls: is_error with the structured error and a useful message.
+            for name, tool in listed.items():
+                err = _error(await session.call_tool(name, {"no_such_argument": 1}))
+                assert err["code"] == "invalid_input" and "no_such_argument" in err["message"]
+                req = _first_required(tool.input_schema)
+                if req is not None:
+                    err = _error(await session.call_tool(name, {}))
+                    assert req in err["message"]
+                    err = _error(await session.call_tool(name, {req: {"not": "a path"}}))
+                    assert req in err["message"]
+            err = _error(await session.call_tool("no_such_tool", {}))
+            assert err["code"] == "unknown_tool" and "parse_training_log" in err["hint"]
+
+            if "parse_training_log" in samples:
+                err = _error(
+                    await session.call_tool("parse_training_log", {"log": str(tmp_path / "missing.log")})
+                )
+                assert "missing.log" in err["message"] + err.get("path", "")
+
+            # 1,000 calls, malformed ones among them; memory measured at call 100 and call 1000.
+            (pid,) = _server_pids()
+            cycle = list(samples.items())
+            for i in range(1, 1001):
+                if i % 4 == 0 and cycle:
+                    name, args = cycle[(i // 4) % len(cycle)]
+                    result = await session.call_tool(name, args)
+                    assert not result.is_error, (i, name)
+                elif i % 4 == 1:
+                    _error(await session.call_tool("no_such_tool", {"x": i}))
+                elif i % 4 == 2:
+                    name = list(listed)[i % len(listed)]
+                    _error(await session.call_tool(name, {"bogus": [i]}))
+                else:
+                    name = list(listed)[i % len(listed)]
+                    req = _first_required(listed[name].input_schema) or "no_such_argument"
+                    _error(await session.call_tool(name, {req: 3.5}))
+                if i in (100, 1000):
+                    rss[i] = _rss_kib(pid)
+            # Still answering after all that.
+            await session.send_ping()
+            assert {t.name for t in (await session.list_tools()).tools} == set(specs)
+
+    anyio.run(scenario)
+    growth_mib = (rss[1000] - rss[100]) / 1024
+    print(f"server RSS at call 100: {rss[100] / 1024:.1f} MiB, at call 1000: {rss[1000] / 1024:.1f} MiB")
+    assert growth_mib < 10, f"server memory grew {growth_mib:.1f} MiB between call 100 and call 1000"
+
+
+def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
+    """Anything but JSON-RPC on stdout would break the client; the SDK client fails loudly on it."""
+    import subprocess
+
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "acc_agent", "mcp"],
+        input=json.dumps(init) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ) | {"ACC_AGENT_RESULTS_DIR": str(tmp_path)},
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    assert lines, proc.stderr
+    for line in lines:
+        assert json.loads(line)["jsonrpc"] == "2.0"
+    assert json.loads(lines[0])["result"]["serverInfo"]["name"] == "acc-agent"
