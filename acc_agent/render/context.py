@@ -267,7 +267,8 @@ def build_dumps(c: Ctx, wf: WorkflowResult, limit: int = 40) -> dict[str, Any]:
         for key in ("cosine", "max_abs_err", "max_rel_err", "one_thousandth_ratio"):
             v = _finite(row.get(key))
             reason = dig(row, "na_reasons", key) or "not computable"
-            cells.append(c.val(v) if v is not None else c.na(str(reason)))
+            shown = f"{v:.6f}" if key == "cosine" and v is not None else v
+            cells.append(c.val(shown) if v is not None else c.na(str(reason)))
         cells.append(c.val(str(row.get("status", ""))))
         rows.append(cells)
     fd = out.get("first_divergence")

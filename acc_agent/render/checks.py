@@ -1,0 +1,271 @@
+"""Checks a reviewer would otherwise do by eye, run on the rendered markdown (markdown-it-py).
+
+Why parse instead of grep: a table row with one cell too many (an unescaped pipe in a dataset
+name) still *looks* fine in a diff but renders shifted; markdown-it gives the table's source lines
+and the tokens that really render (raw HTML, stray backticks). The consistency matrix then reads
+the facts from where each document states them and checks that all documents say the same.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acc_agent.render.i18n import translate
+
+META_RE = re.compile(r"<!-- acc-agent doc=(?P<doc>\w+) lang=(?P<lang>\w+) -->")
+TEMPLATE_RE = re.compile(r"\{\{|\}\}|\{%|%\}|\{#|#\}")
+LEAK_RE = re.compile(r"(?<![\w.])(None|nan|NaN|inf|undefined)(?![\w/])")
+CODE_SPAN_RE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
+OUR_COMMENT_RE = re.compile(r"^\s*<!-- acc-agent[: ][^>]*-->\s*$")
+
+REQUIRED_SECTIONS: dict[str, list[str]] = {
+    "Mig_Readme": ["1", "2", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "3", "3.1", "3.2", "4", "5", "5.3", "6", "7", "8"],
+    "Compare": ["1", "2", "2.0", "2.1", "2.2", "2.3", "2.4", "3", "3.1", "4", "4.1", "5", "6", "7"],
+    "Mig_report": ["1", "2", "2.1", "2.2", "3", "4", "5", "6", "7", "7.1", "8"],
+    "Summary": [],
+}
+
+#: fact -> where each document states it: (document, section or None for anywhere, row label key)
+FACTS: dict[str, list[tuple[str, str | None, str]]] = {
+    "baseline_source": [("Mig_Readme", "2.6", "f_baseline_source"), ("Compare", "2.1", "f_baseline_source"),
+                        ("Mig_report", "2", "f_baseline_source"), ("Summary", None, "f_baseline_source")],
+    "baseline_log": [("Mig_Readme", "2.6", "f_baseline_log"), ("Compare", "2.1", "f_baseline_log")],
+    "short_run_band": [("Mig_Readme", "5.3", "f_band"), ("Mig_report", "2", "f_band")],
+    "short_run_window": [("Mig_Readme", "5.3", "f_window"), ("Mig_report", "2", "f_window")],
+    "loss_metric": [("Mig_Readme", "5.3", "f_metric"), ("Mig_report", "2", "f_metric")],
+    "rtol": [("Compare", "3.1", "f_rtol"), ("Mig_report", "2", "f_rtol")],
+    "atol": [("Compare", "3.1", "f_atol"), ("Mig_report", "2", "f_atol")],
+    "accuracy_verdict": [("Compare", "1", "f_accuracy"), ("Summary", None, "f_accuracy")],
+    "performance_verdict": [("Compare", "1", "f_performance"), ("Summary", None, "f_performance")],
+    "overall_verdict": [("Compare", "1", "f_overall"), ("Summary", None, "f_overall")],
+}
+DATASET_TABLES = [("Mig_Readme", "3.1"), ("Compare", "2.4"), ("Mig_report", "2.1")]
+
+
+@dataclass
+class Problem:
+    doc: str
+    check: str
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f":{self.line}" if self.line else ""
+        return f"{self.doc}{where} [{self.check}] {self.message}"
+
+
+@dataclass
+class Table:
+    section: str | None
+    header: list[str]
+    rows: list[list[str]]
+    line: int
+
+
+@dataclass
+class Parsed:
+    doc: str
+    lang: str
+    sections: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    text: str = ""
+
+
+def _md() -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table")
+
+
+def split_cells(line: str) -> list[str]:
+    """Cells of one table source line, honouring ``\\|`` escapes the way GFM does."""
+    s = line.strip()
+    if s.startswith("|"):
+        s = s[1:]
+    if s.endswith("|") and not s.endswith("\\|"):
+        s = s[:-1]
+    cells, cur, i = [], "", 0
+    while i < len(s):
+        ch = s[i]
+        if ch == "\\" and i + 1 < len(s):
+            cur += s[i:i + 2]
+            i += 2
+            continue
+        if ch == "|":
+            cells.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+        i += 1
+    cells.append(cur.strip())
+    return cells
+
+
+def parse(text: str, name: str = "") -> Parsed:
+    m = META_RE.search(text)
+    doc, lang = (m.group("doc"), m.group("lang")) if m else (name or "unknown", "en")
+    out = Parsed(doc, lang, text=text)
+    tokens = _md().parse(text)
+    lines = text.splitlines()
+    section: str | None = None
+    for i, tok in enumerate(tokens):
+        if tok.type == "heading_open" and tok.tag in ("h2", "h3", "h4"):
+            title = tokens[i + 1].content.strip()
+            num = title.split(" ", 1)[0]
+            if re.fullmatch(r"\d+(\.\d+)*", num):
+                section = num
+                out.sections.append(num)
+        elif tok.type == "table_open" and tok.map:
+            start, end = tok.map
+            raw = [ln for ln in lines[start:end] if ln.strip()]
+            if len(raw) < 2:
+                continue
+            header = split_cells(raw[0])
+            rows = [split_cells(r) for r in raw[2:]]
+            out.tables.append(Table(section, header, rows, start + 1))
+    return out
+
+
+def check_markdown(text: str, name: str = "") -> list[Problem]:
+    """Table shapes, escaping (raw HTML, stray backticks), template/None/nan leaks, required sections."""
+    p = parse(text, name)
+    doc = p.doc
+    problems: list[Problem] = []
+    for tab in p.tables:
+        for k, row in enumerate(tab.rows):
+            if len(row) != len(tab.header):
+                problems.append(Problem(doc, "table_cells", f"row has {len(row)} cells, header has {len(tab.header)} "
+                                        "(an unescaped | in a value?)", tab.line + 2 + k))
+    tokens = _md().parse(text)
+    for tok in tokens:
+        if tok.type == "html_block" and not all(OUR_COMMENT_RE.match(ln) for ln in tok.content.splitlines() if ln.strip()):
+            problems.append(Problem(doc, "raw_html", f"raw HTML block: {tok.content.strip()[:60]!r}",
+                                    tok.map[0] + 1 if tok.map else None))
+        if tok.type in ("fence", "code_block"):
+            continue
+        line = tok.map[0] + 1 if tok.map else None
+        for child in tok.children or []:
+            if child.type == "html_inline" and not OUR_COMMENT_RE.match(child.content):
+                problems.append(Problem(doc, "raw_html", f"raw HTML {child.content[:40]!r} (unescaped < or >?)", line))
+            if child.type == "text":
+                leak = LEAK_RE.search(child.content)
+                if leak:
+                    problems.append(Problem(doc, "value_leak", f"{leak.group(1)!r} printed as a value in "
+                                            f"{child.content[:60]!r}", line))
+    in_fence = False
+    for no, ln in enumerate(text.splitlines(), 1):
+        if ln.lstrip().startswith("```"):
+            in_fence = not in_fence
+        if in_fence or ln.lstrip().startswith("```"):
+            continue
+        bare = CODE_SPAN_RE.sub("", ln.replace("\\\\", "").replace("\\`", ""))
+        if "`" in bare:
+            problems.append(Problem(doc, "stray_backtick", f"unmatched backtick (unescaped ` in a value?): {ln.strip()[:60]!r}", no))
+        if TEMPLATE_RE.search(ln):
+            problems.append(Problem(doc, "template_syntax", f"template syntax left in: {ln.strip()[:60]!r}", no))
+    for sec in REQUIRED_SECTIONS.get(doc, []):
+        if sec not in p.sections:
+            problems.append(Problem(doc, "missing_section", f"required section §{sec} is missing"))
+    if doc not in REQUIRED_SECTIONS:
+        problems.append(Problem(doc, "unknown_document", "no `<!-- acc-agent doc=... lang=... -->` marker"))
+    return problems
+
+
+def _fact(p: Parsed, section: str | None, label_key: str) -> str | None:
+    label = translate(label_key, p.lang)
+    for tab in p.tables:
+        if section is not None and tab.section != section:
+            continue
+        for row in tab.rows:
+            if row and row[0] == label and len(row) > 1:
+                return row[1]
+    return None
+
+
+def _box_ticked(p: Parsed, key: str) -> bool | None:
+    label = translate("v_" + key, p.lang)
+    for ln in p.text.splitlines():
+        m = re.match(r"- \[(?P<mark>[ xX])\] (?P<rest>.*)", ln)
+        if m and m.group("rest").replace("\\", "").startswith(label):
+            return m.group("mark") in "xX"
+    return None
+
+
+@dataclass
+class MatrixRow:
+    fact: str
+    values: dict[str, str | None]
+    agree: bool
+
+
+def consistency(docs: dict[str, Parsed]) -> tuple[list[MatrixRow], list[Problem]]:
+    """The document consistency matrix: each fact as every document states it, and whether they agree."""
+    matrix: list[MatrixRow] = []
+    problems: list[Problem] = []
+    for fact, places in FACTS.items():
+        values: dict[str, str | None] = {}
+        for doc, section, key in places:
+            if doc in docs:
+                values[doc] = _fact(docs[doc], section, key)
+        present = {v for v in values.values()}
+        agree = len(present) == 1 and None not in present
+        matrix.append(MatrixRow(fact, values, agree))
+        if not agree:
+            shown = "; ".join(f"{d}: {v if v is not None else '(not found)'}" for d, v in values.items())
+            problems.append(Problem("consistency", fact, f"documents disagree — {shown}"))
+    ds: dict[str, str | None] = {}
+    for doc, section in DATASET_TABLES:
+        if doc in docs:
+            tabs = [t for t in docs[doc].tables if t.section == section]
+            ds[doc] = "\n".join(" | ".join(r) for r in tabs[0].rows) if tabs else None
+    ds_agree = len(set(ds.values())) == 1 and None not in ds.values()
+    matrix.append(MatrixRow("dataset_rows", {d: (f"{v.count(chr(10)) + 1} rows" if v else None) for d, v in ds.items()},
+                            ds_agree))
+    if not ds_agree:
+        problems.append(Problem("consistency", "dataset_rows", "the §3.1 / §2.4 / §2.1 dataset tables differ: "
+                                + ", ".join(f"{d} {'missing' if v is None else 'differs'}" for d, v in ds.items())))
+    if "Compare" in docs and "Mig_report" in docs:
+        c, r = docs["Compare"], docs["Mig_report"]
+        perf = _fact(c, "1", "f_performance")
+        ticked = _box_ticked(r, "performance")
+        ok = ticked is not None and perf is not None and ticked == (perf == translate("met", c.lang))
+        matrix.append(MatrixRow("performance_box", {"Compare": perf, "Mig_report": None if ticked is None else
+                                                    ("[x]" if ticked else "[ ]")}, ok))
+        if not ok:
+            problems.append(Problem("consistency", "performance_box",
+                                    f"Compare §1 says performance {perf!r} but Mig_report §6 box is "
+                                    f"{'ticked' if ticked else 'not ticked' if ticked is not None else 'missing'}"))
+        acc = _fact(c, "1", "f_accuracy")
+        golden = _box_ticked(r, "golden")
+        ok = not (acc == translate("met", c.lang) and golden is not True)
+        matrix.append(MatrixRow("accuracy_box", {"Compare": acc, "Mig_report": None if golden is None else
+                                                 ("[x]" if golden else "[ ]")}, ok))
+        if not ok:
+            problems.append(Problem("consistency", "accuracy_box",
+                                    "Compare §1 says accuracy met but the Mig_report §6 golden box is not ticked"))
+    return matrix, problems
+
+
+def check_folder(folder: Path) -> tuple[list[Problem], list[MatrixRow]]:
+    """Every markdown check on each document in ``folder``, then the consistency matrix across them."""
+    from acc_agent.render.deliverables import DOCUMENTS
+
+    problems: list[Problem] = []
+    parsed: dict[str, Parsed] = {}
+    for name in DOCUMENTS:
+        path = folder / f"{name}.md"
+        if not path.is_file():
+            if name != "Summary":
+                problems.append(Problem(name, "missing_document", f"{path} not found"))
+            continue
+        text = path.read_text(encoding="utf-8")
+        problems += check_markdown(text, name)
+        parsed[name] = parse(text, name)
+    langs = {p.lang for p in parsed.values()}
+    if len(langs) > 1:
+        problems.append(Problem("consistency", "language", f"documents mix languages: {sorted(langs)}"))
+    matrix, cons = consistency(parsed)
+    return problems + cons, matrix

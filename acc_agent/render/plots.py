@@ -1,0 +1,132 @@
+"""PNG pictures next to the documents, for the things people would rather look at than read.
+
+Why: a reviewer sees in one glance where along the network the error jumps (per-layer cosine and
+max-abs-error with the first divergence marked) and whether latency is stable (distributions).
+matplotlib is imported here only, with the Agg backend, so the CLI stays fast and headless.
+A plot that cannot be made is skipped with a note; the documents then simply do not link it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from acc_agent.workflow import WorkflowResult
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_layers(rows: list[dict[str, Any]], first_divergence: str | None, path: Path) -> bool:
+    """Cosine and max-abs-error per compared tensor in execution order; the first divergence marked."""
+    pts = [(i, r.get("name", ""), r.get("cosine"), r.get("max_abs_err")) for i, r in enumerate(rows)]
+    pts = [p for p in pts if isinstance(p[2], int | float) or isinstance(p[3], int | float)]
+    if not pts:
+        return False
+    plt = _pyplot()
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 5.5), sharex=True)
+    xs = [p[0] for p in pts]
+    cos = [float(p[2]) if isinstance(p[2], int | float) and math.isfinite(p[2]) else float("nan") for p in pts]
+    mae = [float(p[3]) if isinstance(p[3], int | float) and p[3] > 0 else float("nan") for p in pts]
+    ax1.plot(xs, cos, marker="o", ms=3, color="tab:blue")
+    ax1.set_ylabel("cosine")
+    ax2.semilogy(xs, mae, marker="o", ms=3, color="tab:red")
+    ax2.set_ylabel("max abs error")
+    ax2.set_xlabel("tensor (execution order)")
+    if first_divergence is not None:
+        idx = next((p[0] for p in pts if p[1] == first_divergence or p[1].startswith(first_divergence)), None)
+        if idx is not None:
+            for ax in (ax1, ax2):
+                ax.axvline(idx, color="black", ls="--", lw=1)
+            ax1.annotate(f"first divergence\n{first_divergence}", (idx, min(c for c in cos if not math.isnan(c))),
+                         fontsize=7, ha="left")
+    ax2.set_xticks(xs)
+    ax2.set_xticklabels([p[1].replace("Functional.", "").replace(".forward", "") for p in pts], rotation=75, fontsize=6)
+    fig.suptitle("Per-layer comparison along the network")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def plot_latency(latencies: dict[str, dict[int, list[float]]], path: Path) -> bool:
+    """Latency histograms per batch size, baseline vs target, on one shared axis per batch."""
+    batches = sorted({bs for side in latencies.values() for bs in side})
+    if not batches:
+        return False
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(batches), figsize=(4.5 * len(batches), 3.5), squeeze=False)
+    for ax, bs in zip(axes[0], batches, strict=True):
+        for side, color in (("baseline", "tab:blue"), ("target", "tab:orange")):
+            vals = [float(v) for v in latencies.get(side, {}).get(bs, []) if isinstance(v, int | float)]
+            if vals:
+                ax.hist(vals, bins=30, alpha=0.6, color=color, label=f"{side} (n={len(vals)})")
+        ax.set_title(f"batch {bs}")
+        ax.set_xlabel("latency (ms)")
+        ax.legend(fontsize=7)
+    fig.suptitle("Latency distributions (warmup excluded)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _loss_curves(wf: WorkflowResult, path: Path) -> tuple[bool, str]:
+    """Delegate to the logs helper's plot function (render/plot_curves.py) when it is installed."""
+    try:
+        from acc_agent.render import plot_curves  # type: ignore[attr-defined]
+    except ImportError:
+        return False, "loss-curve plot skipped: acc_agent.render.plot_curves is not installed"
+    b, t = wf.get("baseline_log"), wf.get("target_log")
+    if not (b.ok and t.ok):
+        return False, "loss-curve plot skipped: both training logs must be parsed first"
+    metric = wf.project.thresholds.loss_metric
+    fn = getattr(plot_curves, "plot_loss_curves", None)
+    if fn is None:
+        return False, "loss-curve plot skipped: plot_curves has no plot_loss_curves function"
+    try:
+        bs = [(p["step"], p["value"]) for p in (b.output or {}).get("series", {}).get(metric, [])]
+        ts = [(p["step"], p["value"]) for p in (t.output or {}).get("series", {}).get(metric, [])]
+        fn(bs, ts, path, metric=metric)
+    except Exception as exc:  # the documents must still be written
+        return False, f"loss-curve plot skipped: {type(exc).__name__}: {exc}"
+    return path.is_file(), ""
+
+
+def make_plots(wf: WorkflowResult, out_dir: Path) -> tuple[dict[str, str], list[str]]:
+    """Write the PNGs under ``out_dir/plots``; returns links relative to ``out_dir`` and skip notes."""
+    plots_dir = out_dir / "plots"
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    links: dict[str, str] = {}
+    notes: list[str] = []
+    ok, note = _loss_curves(wf, plots_dir / "loss_curves.png")
+    if ok:
+        links["loss_curves"] = "plots/loss_curves.png"
+    elif note:
+        notes.append(note)
+    d = wf.get("dumps")
+    if d.ok and d.output is not None:
+        fd = d.output.get("first_divergence")
+        name = fd.get("name") if isinstance(fd, dict) else None
+        if plot_layers(d.output.get("rows") or [], name, plots_dir / "layers.png"):
+            links["layers"] = "plots/layers.png"
+    else:
+        notes.append(f"per-layer plot skipped: {d.reason}")
+    lat: dict[str, dict[int, list[float]]] = {"baseline": {}, "target": {}}
+    for side, slot in (("baseline", "baseline_perf"), ("target", "target_perf")):
+        r = wf.get(slot)
+        for row in (r.output or {}).get("results", []) if r.ok else []:
+            if isinstance(row.get("latencies_ms"), list) and isinstance(row.get("batch_size"), int):
+                lat[side][row["batch_size"]] = row["latencies_ms"]
+    if plot_latency(lat, plots_dir / "latency.png"):
+        links["latency"] = "plots/latency.png"
+    else:
+        notes.append("latency plot skipped: the timing results hold no raw latencies_ms")
+    return links, notes
