@@ -1,0 +1,102 @@
+"""The interface every log format implements, and the record it yields.
+
+Parsers stream: they yield one :class:`Record` per metric line (or JSON entry) and never hold the
+file, so memory stays flat however long the log is. Canonical metric names (``loss``,
+``grad_norm``, ``lr``, ``loss_scale``, ``step_time_ms``, ``throughput``, ``eval_<name>``...) are
+decided here once, so the judges downstream never see framework spellings.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from acc_agent.io.logs.source import LogSource, Sample
+
+
+@dataclass(slots=True)
+class Record:
+    """One logged point: the metrics printed together at one step."""
+
+    line: int
+    values: dict[str, float]
+    kind: str = "train"  # train | eval | summary
+    step: int | None = None
+    epoch: float | None = None
+    new_run: bool = False
+    total_steps: int | None = None
+    extras: dict[str, str] = field(default_factory=dict)
+
+
+class LogFormat(ABC):
+    """One log format: how to recognise it and how to read it."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    step_unit: ClassVar[str] = "iteration"
+
+    @abstractmethod
+    def sniff(self, sample: Sample) -> float:
+        """Confidence 0..1 that ``sample`` (the head of the file) is this format."""
+
+    @abstractmethod
+    def parse(self, source: LogSource) -> Iterator[Record]:
+        """Yield records in file order."""
+
+
+# Framework spellings -> canonical names. Keys are lower-case, spaces/dashes folded to "_".
+CANONICAL: dict[str, str] = {
+    "lm_loss": "loss",
+    "loss": "loss",
+    "train_loss": "loss",
+    "total_loss": "loss",
+    "grad_norm": "grad_norm",
+    "gradient_norm": "grad_norm",
+    "learning_rate": "lr",
+    "lr": "lr",
+    "train_lr": "lr",
+    "loss_scale": "loss_scale",
+    "elapsed_time_per_iteration_(ms)": "step_time_ms",
+    "elapsed_time_per_iteration": "step_time_ms",
+    "per_step_time": "step_time_ms",
+    "time_info": "step_time_ms",
+    "throughput_per_gpu_(tflop/s/gpu)": "tflops_per_device",
+    "throughput": "throughput",
+    "samples_per_second": "throughput",
+    "train_samples_per_second": "throughput",
+    "fps": "throughput",
+    "number_of_skipped_iterations": "skipped_iterations",
+    "number_of_nan_iterations": "nan_iterations",
+    "num_zeros": "num_zeros",
+    "global_batch_size": "global_batch_size",
+    "consumed_samples": "consumed_samples",
+    "memory": "memory_mb",
+    "data_time": "data_time_ms",
+    "epoch": "epoch",
+}
+
+_FOLD = re.compile(r"[\s\-]+")
+
+
+def canonical_name(raw: str) -> str:
+    """Map a printed metric name to the canonical one; unknown names become snake_case."""
+    key = _FOLD.sub("_", raw.strip().lower())
+    if key in CANONICAL:
+        return CANONICAL[key]
+    for prefix in ("eval_", "val_", "valid_", "validation_", "test_"):
+        if key.startswith(prefix):
+            rest = key[len(prefix) :]
+            return "eval_" + CANONICAL.get(rest, rest)
+    return key
+
+
+def to_float(text: str) -> float | None:
+    """Parse a printed number (``9.757730E-06``, ``'0.6899'``, ``nan``); None if it is not one."""
+    text = text.strip().strip("'\"").rstrip(",;")
+    try:
+        return float(text)
+    except ValueError:
+        return None

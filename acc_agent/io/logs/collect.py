@@ -1,0 +1,272 @@
+"""Detect a log's format, stream its records into per-run series, and tell warm-up and device.
+
+Series are stored as compact arrays (8 bytes a value) rather than objects, so a million-line log
+stays small; the pydantic view is built only by the tool.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from acc_agent.errors import AccAgentError
+from acc_agent.io.logs.base import LogFormat, Record
+from acc_agent.io.logs.device import Marker, device_for_range, from_filename, scan_line
+from acc_agent.io.logs.formats import ALL_FORMATS, BY_NAME
+from acc_agent.io.logs.source import LogSource, Sample
+
+DETECT_WINDOW_LINES = 2000
+DETECT_MAX_LINES = 50_000
+MARKER_HEAD_LINES = 5000
+MARKER_RUN_MARGIN = 200
+WARMUP_FACTOR = 2.0
+
+
+@dataclass
+class Series:
+    """One metric of one run: parallel step/value arrays in file order, one value per step."""
+
+    name: str
+    kind: str
+    steps: array[int] = field(default_factory=lambda: array("q"))
+    values: array[float] = field(default_factory=lambda: array("d"))
+    first_line: int = 0
+    last_line: int = 0
+
+    def add(self, step: int, value: float, line: int, keep_max: bool) -> None:
+        if self.steps and self.steps[-1] == step:
+            if not keep_max or value > self.values[-1]:
+                self.values[-1] = value
+        else:
+            self.steps.append(step)
+            self.values.append(value)
+        if not self.first_line:
+            self.first_line = line
+        self.last_line = line
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+@dataclass
+class RunData:
+    """One training run found in the file (a step counter that restarts starts a new run)."""
+
+    index: int
+    step_unit: str
+    series: dict[str, Series] = field(default_factory=dict)
+    scalars: dict[str, float] = field(default_factory=dict)
+    record_kinds: Counter[str] = field(default_factory=Counter)
+    warmup_steps: list[int] = field(default_factory=list)
+    start_line: int = 0
+    end_line: int = 0
+    declared_total: int | None = None
+    max_epoch: float | None = None
+    name: str | None = None
+    device: str | None = None
+    device_evidence: str = ""
+    last_train_step: int | None = None
+    ordinal: int = 0
+
+    @property
+    def train_steps(self) -> list[int]:
+        s = self.series.get("loss")
+        return list(s.steps) if s is not None else []
+
+
+@dataclass
+class ParsedLog:
+    path: Path
+    format: str
+    format_label: str
+    detection: str
+    runs: list[RunData]
+    lines_read: int
+    warnings: list[str]
+    device: str | None = None
+    device_evidence: str = ""
+
+    def run(self, index: int | None) -> RunData:
+        """The run a judge should use: ``index`` if given, else the one with the most loss points."""
+        if not self.runs:
+            raise AccAgentError("no_runs", f"{self.path} holds no run with metrics", path=str(self.path))
+        if index is None:
+            return max(self.runs, key=lambda r: (len(r.series.get("loss", ())), sum(len(s) for s in r.series.values())))
+        if not 0 <= index < len(self.runs):
+            raise AccAgentError(
+                "invalid_run", f"{self.path} has {len(self.runs)} run(s); run {index} does not exist",
+                hint=f"Use a run index from 0 to {len(self.runs) - 1}.", path=str(self.path),
+            )
+        return self.runs[index]
+
+    @property
+    def has_metrics(self) -> bool:
+        return any(r.series or r.scalars for r in self.runs)
+
+
+def detect(source: LogSource) -> tuple[LogFormat | None, str]:
+    """Best-scoring format over the head of the file, looking further down if the head is prose."""
+    window: list[str] = []
+    seen = 0
+    first_char = ""
+    for _, line in source.lines():
+        if not first_char and line.strip():
+            first_char = line.strip()[0]
+        window.append(line)
+        seen += 1
+        if len(window) >= DETECT_WINDOW_LINES:
+            fmt, why = _score(Sample(source.path, window, first_char), seen)
+            if fmt is not None and not (fmt.name == "result_table" and seen < DETECT_MAX_LINES):
+                return fmt, why
+            if seen >= DETECT_MAX_LINES:
+                return fmt, why
+            window = window[-50:]
+    if not window:
+        return None, "no text lines"
+    return _score(Sample(source.path, window, first_char), seen)
+
+
+def _score(sample: Sample, seen: int) -> tuple[LogFormat | None, str]:
+    scored = sorted(((f.sniff(sample), i, f) for i, f in enumerate(ALL_FORMATS)), key=lambda t: (-t[0], t[1]))
+    best_score, _, best = scored[0]
+    if best_score <= 0:
+        return None, f"no known format matched in the first {seen} lines"
+    runner = [f"{f.name}={s:.2f}" for s, _, f in scored[1:3] if s > 0]
+    return best, f"{best.name} (confidence {best_score:.2f} on the first {seen} lines" + (f"; also {', '.join(runner)})" if runner else ")")
+
+
+def parse_log(path: str | Path, fmt: str | None = None) -> ParsedLog:
+    """Parse one log file; ``fmt`` forces a format by name instead of detecting it."""
+    source = LogSource.open(path)
+    if fmt:
+        if fmt not in BY_NAME:
+            raise AccAgentError("unknown_format", f"no log format named {fmt!r}", hint="Known formats: " + ", ".join(BY_NAME))
+        parser: LogFormat | None = BY_NAME[fmt]
+        why = f"{fmt} (forced)"
+    else:
+        parser, why = detect(source)
+    warnings: list[str] = []
+    if parser is None:
+        _add_source_warnings(source, warnings)
+        return ParsedLog(source.path, "unknown", "unrecognised", why, [], source.lines_read, warnings)
+    runs = aggregate(parser.parse(source), parser.step_unit)
+    _add_source_warnings(source, warnings)
+    parsed = ParsedLog(source.path, parser.name, parser.label, why, runs, source.lines_read, warnings)
+    _assign_devices(source, parsed)
+    return parsed
+
+
+def _add_source_warnings(source: LogSource, warnings: list[str]) -> None:
+    if source.long_lines_skipped:
+        warnings.append(f"{source.long_lines_skipped} line(s) longer than 1 MiB skipped (not log lines)")
+    if source.invalid_utf8_lines:
+        warnings.append(f"{source.invalid_utf8_lines} line(s) held invalid UTF-8 bytes (replaced)")
+
+
+def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
+    """Group records into runs and series; a train step that goes backwards starts a new run."""
+    runs: list[RunData] = []
+    run: RunData | None = None
+    for rec in records:
+        step = rec.step
+        unit = step_unit
+        if step is None and rec.epoch is not None and rec.kind != "summary":
+            step = int(rec.epoch) if float(rec.epoch).is_integer() else None
+            unit = "epoch"
+        restart = run is None or rec.new_run
+        if not restart and run is not None and rec.kind == "train" and step is not None and run.last_train_step is not None and unit != run.step_unit:
+            restart = True  # epoch-level records followed by step-level ones: another run
+        if not restart and run is not None and rec.kind == "train" and step is not None and run.last_train_step is not None:
+            if step < run.last_train_step:
+                restart = True
+            elif step == run.last_train_step and "loss" in rec.values:
+                loss = run.series.get("loss")
+                restart = loss is not None and bool(loss.steps) and loss.steps[-1] == step
+        if restart:
+            run = RunData(index=len(runs), step_unit=unit)
+            runs.append(run)
+        assert run is not None
+        if rec.line:
+            run.start_line = run.start_line or rec.line
+            run.end_line = max(run.end_line, rec.line)
+        if rec.extras.get("name"):
+            run.name = rec.extras["name"]
+        if rec.total_steps is not None:
+            run.declared_total = rec.total_steps
+        if rec.epoch is not None:
+            run.max_epoch = rec.epoch if run.max_epoch is None else max(run.max_epoch, rec.epoch)
+        run.record_kinds[rec.kind] += 1
+        if rec.kind == "summary" or (step is None and rec.kind == "eval"):
+            for key, value in rec.values.items():
+                run.scalars[key] = value
+            continue
+        if step is None:
+            run.ordinal += 1
+            step = run.ordinal
+            run.step_unit = "record"
+        else:
+            run.step_unit = unit
+        if rec.kind == "train":
+            run.last_train_step = step
+        for key, value in rec.values.items():
+            series = run.series.get(key)
+            if series is None:
+                series = run.series[key] = Series(key, "eval" if key.startswith("eval_") else "train")
+            series.add(step, value, rec.line, keep_max=key.startswith("memory_"))
+    for r in runs:
+        r.warmup_steps = warmup_steps(r)
+        if r.warmup_steps:
+            r.record_kinds["warmup"] = len(r.warmup_steps)
+            r.record_kinds["train"] -= len(r.warmup_steps)
+    return runs
+
+
+def warmup_steps(run: RunData) -> list[int]:
+    """Leading steps whose step time is over twice the steady median (compilation, cache warm-up)."""
+    st = run.series.get("step_time_ms")
+    if st is None or len(st) < 3:
+        return []
+    steady = [v for v in st.values[1:] if math.isfinite(v)]
+    if not steady:
+        return []
+    median = statistics.median(steady)
+    out: list[int] = []
+    for step, value in zip(st.steps, st.values, strict=False):
+        if median > 0 and value > WARMUP_FACTOR * median and len(out) < 3:
+            out.append(step)
+        else:
+            break
+    return out
+
+
+def _assign_devices(source: LogSource, parsed: ParsedLog) -> None:
+    windows = [(1, MARKER_HEAD_LINES)] + [(max(1, r.start_line - MARKER_RUN_MARGIN), r.start_line + MARKER_RUN_MARGIN) for r in parsed.runs if r.start_line]
+    last_needed = max(end for _, end in windows)
+    markers: list[Marker] = []
+    for lineno, line in source.lines():
+        if lineno > last_needed:
+            break
+        if any(a <= lineno <= b for a, b in windows) or (lineno > MARKER_HEAD_LINES and len(windows) < 50 and False):
+            m = scan_line(lineno, line)
+            if m is not None:
+                markers.append(m)
+    named = from_filename(source.path)
+    if named is not None:
+        markers.append(named)
+    for r in parsed.runs:
+        end = r.end_line or r.start_line
+        if r.start_line == 0:  # JSON formats: no line numbers, the whole file is the run
+            r.device, r.device_evidence = device_for_range(markers, 1, 1 << 40)
+        else:
+            r.device, r.device_evidence = device_for_range(markers, r.start_line, end)
+    if parsed.runs:
+        main = parsed.run(None)
+        parsed.device, parsed.device_evidence = main.device, main.device_evidence
+        devices = {r.device for r in parsed.runs if r.device}
+        if len(devices) > 1:
+            parsed.device_evidence += f" (runs in this file differ: {', '.join(sorted(devices))})"

@@ -1,0 +1,134 @@
+"""Safe, streaming access to a log file.
+
+Why a class of its own: every parser needs the same guards — refuse binary files and empty
+files with a clear error, survive invalid UTF-8, never build one giant string from a file with
+no newline (a 100 MB single line is read in bounded pieces and skipped), and cap JSON size.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acc_agent.errors import AccAgentError
+
+MAX_LINE_CHARS = 1 << 20  # a longer "line" is not a log line: skipped, counted, reported
+MAX_JSON_BYTES = 256 << 20
+SAMPLE_LINES = 400
+SAMPLE_BYTES = 256 << 10
+
+
+@dataclass
+class Sample:
+    """The head of a file, for format detection."""
+
+    path: Path
+    lines: list[str]
+    first_char: str
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+@dataclass
+class LogSource:
+    """A validated log file that parsers read line by line (or as one JSON document)."""
+
+    path: Path
+    size: int
+    long_lines_skipped: int = 0
+    invalid_utf8_lines: int = 0
+    lines_read: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def open(cls, path: str | Path) -> LogSource:
+        p = Path(path)
+        if not p.exists():
+            raise AccAgentError("file_not_found", f"log file {p} does not exist", hint="Check the path.", path=str(p))
+        if p.is_dir():
+            raise AccAgentError(
+                "not_a_file", f"{p} is a directory, not a log file", hint="Pass one log file; use select-baseline to scan a directory.", path=str(p)
+            )
+        size = p.stat().st_size
+        if size == 0:
+            raise AccAgentError("empty_log", f"log file {p} is empty", hint="Point at the log the training run wrote (is the run still starting?).", path=str(p))
+        with p.open("rb") as fh:
+            head = fh.read(8192)
+        if head[:2] == b"\x1f\x8b":
+            raise AccAgentError("compressed_log", f"{p} is gzip-compressed", hint="Decompress it first (gunzip).", path=str(p))
+        if b"\x00" in head:
+            raise AccAgentError(
+                "binary_file",
+                f"{p} is a binary file, not a text or JSON training log",
+                hint="Pass the text log (stdout of the training run), a JSON/CSV metrics file or trainer_state.json.",
+                path=str(p),
+            )
+        return cls(path=p, size=size)
+
+    def lines(self) -> Iterator[tuple[int, str]]:
+        """Yield ``(line_number, text)`` with bounded memory; \\r also ends a line (progress bars)."""
+        self.lines_read = 0
+        self.long_lines_skipped = 0
+        self.invalid_utf8_lines = 0
+        with self.path.open("r", encoding="utf-8", errors="replace", newline=None) as fh:
+            readline = fh.readline
+            lineno = 0
+            while True:
+                line = readline(MAX_LINE_CHARS)
+                if not line:
+                    break
+                lineno += 1
+                if len(line) >= MAX_LINE_CHARS and not line.endswith("\n"):
+                    # Drain the rest of this oversized line in bounded pieces.
+                    while True:
+                        more = readline(MAX_LINE_CHARS)
+                        if not more or more.endswith("\n"):
+                            break
+                    self.long_lines_skipped += 1
+                    continue
+                if "\ufffd" in line:
+                    self.invalid_utf8_lines += 1
+                yield lineno, line.rstrip("\n")
+            self.lines_read = lineno
+
+    def sample(self) -> Sample:
+        lines: list[str] = []
+        total = 0
+        for _, line in self.lines():
+            lines.append(line)
+            total += len(line)
+            if len(lines) >= SAMPLE_LINES or total >= SAMPLE_BYTES:
+                break
+        first = ""
+        for line in lines:
+            stripped = line.strip()
+            if stripped:
+                first = stripped[0]
+                break
+        return Sample(path=self.path, lines=lines, first_char=first)
+
+    def load_json(self) -> Any:
+        """The whole file as JSON; a truncated or invalid document is a structured error."""
+        if self.size > MAX_JSON_BYTES:
+            raise AccAgentError(
+                "log_too_large", f"{self.path} is {self.size >> 20} MiB, above the {MAX_JSON_BYTES >> 20} MiB limit for a JSON log",
+                hint="Split it or convert it to JSON lines.", path=str(self.path),
+            )
+        try:
+            with self.path.open("r", encoding="utf-8") as fh:
+                return json.load(fh)
+        except UnicodeDecodeError as exc:
+            raise AccAgentError("invalid_utf8", f"{self.path} is not valid UTF-8 at byte {exc.start}", hint="Re-save the file as UTF-8.", path=str(self.path)) from None
+        except json.JSONDecodeError as exc:
+            raise AccAgentError(
+                "invalid_json",
+                f"{self.path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+                + (" (the file looks truncated)" if exc.pos >= self.size - 2 else ""),
+                hint="The file may be truncated (run still writing, copy cut short); take a complete copy.",
+                path=str(self.path),
+            ) from None

@@ -1,0 +1,198 @@
+"""Models of the training-log tools: ``parse_training_log``, ``judge_short_run``,
+``compare_loss_curves`` and ``compare_run_configs``.
+
+Field names marked as contract in design.md (``format``, ``series``, ``relative_drop``, ``window``,
+``band``) are relied on by reports and agents.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
+
+from acc_agent.models.common import ToolOutput
+
+
+class MetricPoint(BaseModel):
+    """One value of a metric; ``value`` is null when the log printed NaN/Inf."""
+
+    step: int
+    value: float | None
+
+
+class StepRange(BaseModel):
+    first: int | None = None
+    last: int | None = None
+    count: int = 0
+
+
+class RunSummary(BaseModel):
+    """One run found in the file (logs often hold several: a restarted job, several tables)."""
+
+    index: int
+    name: str | None = Field(default=None, description="Row name for result tables (e.g. '8p-NPU').")
+    line_range: list[int] | None = Field(default=None, description="[first, last] line holding this run's metrics.")
+    step_unit: str = Field(description="iteration | epoch | record | none: what the step numbers count.")
+    steps: StepRange
+    declared_total_steps: int | None = Field(default=None, description="Total the log announces (Megatron 'N/ M').")
+    epochs: float | None = None
+    record_kinds: dict[str, int] = Field(description="Records per kind: warmup, train, eval, summary.")
+    warmup_steps: list[int] = Field(default_factory=list, description="Leading steps whose step time is >2x the steady median.")
+    device: str | None = None
+    device_evidence: str = ""
+    metrics: list[str] = Field(default_factory=list)
+    scalars: dict[str, float] = Field(default_factory=dict, description="Values with no step (final summaries, result-table cells).")
+
+
+class ParseTrainingLogOutput(ToolOutput):
+    """``verdict``: ``parsed`` or ``no_metrics`` (nothing recognisable; ``reason`` says why). Neither fails."""
+
+    failing_verdicts: ClassVar[frozenset[str]] = frozenset()
+    verdict: Literal["parsed", "no_metrics"]
+    log_path: str
+    format: str = Field(description="Detected format name, e.g. megatron, hf_trainer_state, mmcv, mindspore.")
+    format_label: str = ""
+    detection: str = Field(default="", description="Why this format was chosen (confidence and runner-up).")
+    device: str | None = Field(default=None, description="GPU | NPU | CPU when the log says so, else null.")
+    device_evidence: str = ""
+    selected_run: int | None = Field(default=None, description="Index of the run whose series are returned.")
+    series: dict[str, list[MetricPoint]] = Field(default_factory=dict, description="Canonical metric name -> points of the selected run.")
+    units: dict[str, str] = Field(default_factory=dict)
+    steps: StepRange = Field(default_factory=StepRange)
+    epochs: float | None = None
+    record_kinds: dict[str, int] = Field(default_factory=dict)
+    non_finite: dict[str, list[int]] = Field(default_factory=dict, description="Metric -> steps where the log printed NaN/Inf.")
+    runs: list[RunSummary] = Field(default_factory=list)
+    lines_read: int = 0
+    warnings: list[str] = Field(default_factory=list)
+    reason: str | None = None
+
+
+def _parse_window(value: Any) -> Any:
+    """Accept ``"START:END"``, ``"START:"``, ``":END"`` or ``[start, end]`` from a command line."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("{"):
+            return text
+        if ":" not in text:
+            raise ValueError("window must look like START:END (either side may be empty), e.g. 1:100")
+        start, _, end = text.partition(":")
+        return {"start_step": int(start) if start.strip() else None, "end_step": int(end) if end.strip() else None}
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2:
+            raise ValueError("window needs two numbers: start and end step")
+        return {"start_step": value[0], "end_step": value[1]}
+    return value
+
+
+def _parse_band(value: Any) -> Any:
+    """Accept ``"0.3,0.5"``, ``"30,50"`` / ``"30%,50%"`` (percent) or a pair of fractions."""
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.strip().strip("[]").split(",") if p.strip()]
+        if len(parts) != 2:
+            raise ValueError("band must be two numbers LOW,HIGH such as 0.3,0.5 (or 30,50 in percent)")
+        pct = any(p.endswith("%") for p in parts)
+        nums = [float(p.rstrip("%")) for p in parts]
+        if pct or max(nums) > 1.0:
+            nums = [n / 100.0 for n in nums]
+        return {"low": nums[0], "high": nums[1]}
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2:
+            raise ValueError("band needs two numbers: low and high")
+        return {"low": value[0], "high": value[1]}
+    return value
+
+
+class Window(BaseModel):
+    """Steps (inclusive) the judgement used; null ends mean the run's first/last logged step."""
+
+    start_step: int | None = None
+    end_step: int | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Window:
+        if self.start_step is not None and self.end_step is not None and self.end_step <= self.start_step:
+            raise ValueError("window end must be after its start")
+        return self
+
+
+class Band(BaseModel):
+    """Expected cumulative relative loss drop over the window, as fractions (0.3 = 30 %)."""
+
+    low: float = Field(default=0.3, ge=-1.0, le=1.0)
+    high: float = Field(default=0.5, ge=-1.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Band:
+        if self.high < self.low:
+            raise ValueError("band high must be >= low")
+        return self
+
+
+WindowArg = Annotated[Window, BeforeValidator(_parse_window)]
+BandArg = Annotated[Band, BeforeValidator(_parse_band)]
+
+
+class Check(BaseModel):
+    """One smoke / floating-point-exception check on the log."""
+
+    name: str
+    status: Literal["pass", "warn", "fail", "na"]
+    detail: str
+    steps: list[int] = Field(default_factory=list)
+
+
+class RepeatRecord(BaseModel):
+    """One judged short run, as kept in the project's record file."""
+
+    fingerprint: str
+    fingerprint_source: str
+    log_path: str
+    log_sha256: str
+    metric: str
+    window: Window
+    band: Band
+    verdict: str
+    relative_drop: float | None
+    judged_at: str
+
+
+ShortRunVerdict = Literal["pass", "pass_above_band", "below_band", "unstable", "stalled", "repeat_of_passed", "insufficient_data"]
+
+
+class JudgeShortRunOutput(ToolOutput):
+    """Seed §8.1.1 short-run judgement.
+
+    Verdicts: ``pass`` (drop inside the band), ``pass_above_band`` (dropped more than the band; the
+    actual % is in the summary, allowed by the seed), ``below_band`` (fails: not enough drop, or
+    rising), ``unstable`` (fails: NaN/Inf loss, NaN iterations or exploding gradients), ``stalled``
+    (fails: beyond the 500-step threshold with no clear improvement — suspect model/code/data, see
+    ``checklist``), ``repeat_of_passed`` (the same short run already passed with this configuration:
+    stop, do not repeat; not a numeric failure), ``insufficient_data`` (N/A: too few points or no
+    such metric; not a failure).
+    """
+
+    failing_verdicts: ClassVar[frozenset[str]] = frozenset({"below_band", "unstable", "stalled"})
+    verdict: ShortRunVerdict
+    log_path: str
+    metric: str
+    run: int | None = None
+    window: Window = Field(description="Steps actually used (inclusive).")
+    band: Band
+    relative_drop: float | None = Field(default=None, description="(start - end) / |start| over the window; 0.05 = 5 %.")
+    relative_drop_pct: float | None = None
+    start_value: float | None = Field(default=None, description="Median of the first k points of the window.")
+    end_value: float | None = Field(default=None, description="Median of the last k points of the window.")
+    endpoint_points: int | None = Field(default=None, description="k: points per robust endpoint (a fifth of the window, 1-5).")
+    points: int = 0
+    trend_slope: float | None = Field(default=None, description="Theil-Sen slope of the metric per step (negative = falling).")
+    falling_fraction: float | None = Field(default=None, description="Share of steps where the running median does not rise.")
+    band_fit: str | None = Field(default=None, description="When the band does not fit the window: why, and what window would.")
+    suggested_end_step: int | None = Field(default=None, description="Step where the trend reaches the band's low end, if it falls.")
+    checks: list[Check] = Field(default_factory=list, description="Smoke / floating-point-exception checks on the run.")
+    checklist: list[str] = Field(default_factory=list, description="Seed §8.2 checks when the run stalls beyond the step threshold.")
+    repeat: RepeatRecord | None = Field(default=None, description="The earlier passed record this run repeats, if any.")
+    repeat_check: str = Field(default="", description="What the do-not-repeat check did (recorded, matched, or why not possible).")
+    record_file: str | None = None
+    reason: str | None = None

@@ -1,0 +1,259 @@
+"""``judge_short_run``: seed §8.1.1 (short-run pass band, stop once passed) and §8.2 (>500 steps).
+
+The judgement is only as good as its window, so the output always names the window and the
+robust endpoints it used, and says when the default 30–50 % band cannot fit the window (a
+10-iteration run of a large model drops a few percent) and what window would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from acc_agent.models.common import Evidence, ToolInput
+from acc_agent.models.training import (
+    Band,
+    BandArg,
+    Check,
+    JudgeShortRunOutput,
+    RepeatRecord,
+    Window,
+    WindowArg,
+)
+from acc_agent.registry import tool
+
+STALL_STEPS = 500
+RECORD_NAME = ".acc-agent/short_run_record.json"
+PASSED = ("pass", "pass_above_band")
+
+CHECKLIST_8_2 = [
+    "Labels and loss agree (label format, ignore index, loss reduction) with the baseline.",
+    "Model head and frozen layers are as in the baseline (nothing accidentally frozen or re-initialised).",
+    "NPU custom operators / replaced operator paths do not change gradients (compare a single step's gradients with msprobe).",
+    "Learning-rate schedule (warm-up, decay, min lr) matches the baseline.",
+    "Data augmentation, normalisation and the data pipeline version match the baseline.",
+    "After fixing, re-validate from a small step count, then increase; record it in Mig_report.md §7.",
+    "Write the thresholds actually used (metric, window, band, 500-step rule) in Mig_Readme.md §5.3.",
+]
+
+
+class JudgeShortRunInput(ToolInput):
+    log: Path = Field(description="Training log of the short run (any format parse-training-log reads).")
+    window: WindowArg = Field(default_factory=Window, description="Steps to judge, START:END inclusive; either side may be empty (default: the whole run).")
+    band: BandArg = Field(default_factory=Band, description="Expected cumulative loss drop LOW,HIGH as fractions (0.3,0.5) or percent (30,50). Mig_Readme §3.1 may override it.")
+    metric: str = Field(default="loss", description="Canonical metric to judge (the single main loss named in Mig_Readme §3.1).")
+    run: int | None = Field(default=None, ge=0, description="Run index inside the log (default: the run with the most loss points).")
+    stall_steps: int = Field(default=STALL_STEPS, ge=1, description="Seed §8.2: beyond this many cumulative steps without clear improvement, suspect model/code/data.")
+    improvement_threshold: float = Field(default=0.05, ge=0.0, le=1.0, description="Relative drop below which a run beyond stall_steps counts as 'no clear improvement'.")
+    config: Path | None = Field(default=None, description="Run configuration file (YAML/JSON/log) that identifies 'the same short run' for the do-not-repeat rule.")
+    record_file: Path | None = Field(default=None, description="Where passed short runs are recorded (default: <log dir>/.acc-agent/short_run_record.json).")
+    record: bool = Field(default=True, description="Record a pass and check for repeats (--no-record to judge without touching the record file).")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fingerprint(params: JudgeShortRunInput, run: object, fmt: str) -> tuple[str | None, str]:
+    """Identity of 'the same short run': configuration facts + metric + window + band."""
+    from acc_agent.io.logs import RunData
+    from acc_agent.io.logs.config import canonical_config, raw_config_from_file, raw_config_from_log
+
+    assert isinstance(run, RunData)
+    facts: dict[str, object] = {}
+    if params.config is not None:
+        flat, where = raw_config_from_file(params.config)
+        facts = {k: v for k, (v, _) in canonical_config(flat).items()} or {"file": _sha256(params.config)}
+        source = f"configuration file {params.config} ({where})"
+    else:
+        flat, where = raw_config_from_log(params.log)
+        facts = {k: v for k, (v, _) in canonical_config(flat).items()}
+        for name in ("global_batch_size", "lr"):
+            s = run.series.get(name)
+            if s is not None and len(s):
+                facts.setdefault(f"first_{name}", s.values[0])
+        if run.declared_total:
+            facts.setdefault("declared_total_steps", run.declared_total)
+        source = f"settings the log states ({where}; first lr / batch size)"
+        if len(facts) < 2:
+            return None, "the log states too little configuration to recognise a repeat (found: " + (", ".join(facts) or "nothing") + "); pass --config"
+    key = {"format": fmt, "facts": facts, "metric": params.metric, "window": params.window.model_dump(), "band": params.band.model_dump()}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return digest, source
+
+
+def _load_records(path: Path) -> tuple[list[RepeatRecord], str | None]:
+    if not path.is_file():
+        return [], None
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return [RepeatRecord.model_validate(r) for r in raw.get("records", [])], None
+    except (ValueError, AttributeError, TypeError) as exc:
+        return [], f"record file {path} is unreadable ({type(exc).__name__}); it was left untouched and no repeat check was possible"
+
+
+def _render(out: JudgeShortRunOutput) -> str:
+    lines = [f"[{out.verdict}] {out.summary}"]
+    if out.band_fit:
+        lines.append(f"  band: {out.band_fit}")
+    lines.extend(f"  check {c.name}: {c.status} — {c.detail}" for c in out.checks)
+    lines.extend(f"  - {item}" for item in out.checklist)
+    if out.repeat_check:
+        lines.append(f"  repeat: {out.repeat_check}")
+    return "\n".join(lines)
+
+
+@tool(
+    description="Judge a training short run (seed §8.1.1): cumulative relative loss drop over a window vs the 30–50 % band.\n"
+    "Also runs smoke/FP-exception checks, applies the >500-step rule (§8.2) and flags a repeat of an already-passed short run.",
+    positional=("log",),
+    text_renderer=_render,
+)
+def judge_short_run(params: JudgeShortRunInput) -> JudgeShortRunOutput:
+    import numpy as np
+
+    from acc_agent.io.logs import parse_log
+    from acc_agent.numerics.curves import falling_fraction, relative_drop, smoke_checks, theil_sen_slope
+
+    parsed = parse_log(params.log)
+    path = str(parsed.path)
+    base: dict[str, Any] = {"log_path": path, "metric": params.metric, "band": params.band}
+    evidence = [Evidence(kind="file", ref=path, detail=f"format {parsed.format}"),
+                Evidence(kind="threshold", ref=f"band {params.band.low:.0%}-{params.band.high:.0%}", detail="seed §8.1.1 default 30-50 %, Mig_Readme §3.1 may override")]
+    if not parsed.has_metrics:
+        reason = f"no recognisable metric in {path} ({parsed.detection})"
+        return JudgeShortRunOutput(verdict="insufficient_data", summary=reason, evidence=evidence, window=params.window, reason=reason, **base)
+    run = parsed.run(params.run)
+    series = run.series.get(params.metric)
+    if series is None or len(series) == 0:
+        reason = f"run {run.index} of {path} has no '{params.metric}' series (has: {', '.join(sorted(run.series)) or 'none'})"
+        return JudgeShortRunOutput(verdict="insufficient_data", summary=reason, evidence=evidence, run=run.index, window=params.window, reason=reason, **base)
+    steps = np.asarray(series.steps, dtype=np.int64)
+    values = np.asarray(series.values, dtype=np.float64)
+    lo = params.window.start_step if params.window.start_step is not None else int(steps[0])
+    hi = params.window.end_step if params.window.end_step is not None else int(steps[-1])
+    sel = (steps >= lo) & (steps <= hi)
+    w_steps, w_vals = steps[sel], values[sel]
+    window = Window(start_step=int(w_steps[0]) if w_steps.size else lo, end_step=int(w_steps[-1]) if w_steps.size else hi)
+    evidence.append(Evidence(kind="steps", ref=f"{params.metric} steps {window.start_step}-{window.end_step} ({w_steps.size} points)",
+                             detail=f"run {run.index}" + (f", lines {run.start_line}-{run.end_line}" if run.start_line else "")))
+    common: dict[str, Any] = dict(base, run=run.index, window=window, points=int(w_steps.size))
+
+    # smoke / FP-exception checks over the window
+    in_window: dict[str, tuple[Any, Any]] = {}
+    for name, s in run.series.items():
+        st = np.asarray(s.steps, dtype=np.int64)
+        m = (st >= lo) & (st <= hi)
+        in_window[name] = (st[m], np.asarray(s.values, dtype=np.float64)[m])
+    if params.metric != "loss" and params.metric in in_window:
+        in_window["loss"] = in_window[params.metric]  # the smoke checks look at the judged metric
+    checks = [Check(name=c.name, status=c.status, detail=c.detail, steps=list(c.steps)) for c in smoke_checks(in_window)]  # type: ignore[arg-type]
+    failed = [c for c in checks if c.status == "fail"]
+
+    if w_steps.size < 3:
+        reason = f"only {w_steps.size} '{params.metric}' point(s) in window {lo}:{hi}; at least 3 are needed"
+        return JudgeShortRunOutput(verdict="insufficient_data", summary=reason, evidence=evidence, checks=checks, reason=reason, **common)
+    if failed:
+        detail = "; ".join(f"{c.name}: {c.detail}" for c in failed)
+        return JudgeShortRunOutput(verdict="unstable", summary=f"run is numerically unstable in steps {window.start_step}-{window.end_step}: {detail}",
+                                   evidence=evidence, checks=checks, **common)
+
+    drop = relative_drop(w_vals)
+    slope = theil_sen_slope(w_steps, w_vals)
+    falling = falling_fraction(w_vals)
+    pct = drop.relative_drop * 100
+    numbers: dict[str, Any] = dict(relative_drop=drop.relative_drop, relative_drop_pct=round(pct, 3), start_value=drop.start_value, end_value=drop.end_value,
+                   endpoint_points=drop.k, trend_slope=slope, falling_fraction=falling, checks=checks)
+    span = f"steps {window.start_step}-{window.end_step}"
+    band_txt = f"{params.band.low:.0%}-{params.band.high:.0%}"
+    last_step = int(w_steps[-1])
+
+    # seed §8.2: beyond the threshold without clear improvement
+    if last_step > params.stall_steps and drop.relative_drop < params.improvement_threshold:
+        return JudgeShortRunOutput(
+            verdict="stalled",
+            summary=f"{params.metric} dropped only {pct:.1f}% over {span} (beyond {params.stall_steps} cumulative steps): stop adding steps; suspect the model, code or data pipeline (seed §8.2)",
+            evidence=evidence + [Evidence(kind="threshold", ref=f"{params.stall_steps} steps, improvement < {params.improvement_threshold:.0%}", detail="seed §8.2")],
+            checklist=CHECKLIST_8_2, **numbers, **common,
+        )
+
+    band_fit = None
+    suggested = None
+    if drop.relative_drop < params.band.low:
+        verdict = "below_band"
+        if math.isfinite(slope) and slope < 0 and drop.start_value > 0:
+            needed = params.band.low * drop.start_value / -slope
+            suggested = int(window.start_step + math.ceil(needed)) if window.start_step is not None else None
+            band_fit = (f"the {band_txt} band does not fit a {last_step - (window.start_step or 0)}-step window: at the current trend "
+                        f"({slope:.3g} per step) the loss reaches a {params.band.low:.0%} drop around step {suggested}. "
+                        f"Either judge a window to ~step {suggested}, or write a band that fits this window in Mig_Readme §3.1 notes "
+                        f"(large models drop a few percent in 10-15 iterations).")
+        else:
+            band_fit = "the loss is not falling over this window (trend >= 0): a longer window will not help — check code, data and learning rate first (seed §8.2 list)."
+        summary = f"{params.metric} dropped {pct:.1f}% over {span}, below the {band_txt} band"
+    elif drop.relative_drop <= params.band.high:
+        verdict = "pass"
+        summary = f"{params.metric} dropped {pct:.1f}% over {span}, inside the {band_txt} band: short run passed — stop here, do not repeat it"
+    else:
+        verdict = "pass_above_band"
+        summary = f"{params.metric} dropped {pct:.1f}% over {span}, above the {band_txt} band (allowed; write the actual {pct:.1f}% in Mig_report): short run passed — stop here"
+
+    out = JudgeShortRunOutput(verdict=verdict, summary=summary, evidence=evidence, band_fit=band_fit, suggested_end_step=suggested, **numbers, **common)  # type: ignore[arg-type]
+    _repeat_rule(params, out, run, parsed.format)
+    return out
+
+
+def _repeat_rule(params: JudgeShortRunInput, out: JudgeShortRunOutput, run: object, fmt: str) -> None:
+    """Seed §8.1.1 'stop once passed': flag a different log of the same short run after a pass."""
+    if not params.record:
+        out.repeat_check = "not checked (--no-record)"
+        return
+    digest, source = fingerprint(params, run, fmt)
+    if digest is None:
+        out.repeat_check = "not possible: " + source
+        return
+    record_path = params.record_file or params.log.resolve().parent / RECORD_NAME
+    out.record_file = str(record_path)
+    records, problem = _load_records(record_path)
+    if problem:
+        out.repeat_check = problem
+        return
+    sha = _sha256(params.log)
+    earlier = [r for r in records if r.fingerprint == digest and r.verdict in PASSED]
+    same_log = [r for r in earlier if r.log_sha256 == sha]
+    if same_log:
+        out.repeat_check = f"this log was already judged {same_log[0].verdict} on {same_log[0].judged_at} (same file content); nothing new recorded"
+        return
+    if earlier:
+        prev = earlier[0]
+        out.repeat = prev
+        out.repeat_check = f"same configuration ({source}) already passed with {prev.log_path} on {prev.judged_at}"
+        out.verdict = "repeat_of_passed"
+        out.summary = (f"this short run repeats one that already passed ({prev.log_path}, drop {prev.relative_drop:.1%}): "
+                       "stop — do not rerun a passed short run; go on to formal training (Mig_Readme §5.3, seed §8.2)") if prev.relative_drop is not None else out.summary
+        out.evidence.append(Evidence(kind="file", ref=str(record_path), detail=f"passed record {prev.fingerprint}"))
+        return
+    if out.verdict in PASSED:
+        rec = RepeatRecord(
+            fingerprint=digest, fingerprint_source=source, log_path=str(params.log.resolve()), log_sha256=sha, metric=params.metric,
+            window=out.window, band=params.band, verdict=out.verdict, relative_drop=out.relative_drop,
+            judged_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
+        record_path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"records": [r.model_dump() for r in records] + [rec.model_dump()]}
+        tmp = record_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(record_path)
+        out.repeat_check = f"pass recorded in {record_path} (configuration from {source})"
+    else:
+        out.repeat_check = f"no earlier pass of this configuration in {record_path}"
