@@ -1,0 +1,174 @@
+"""The row engine of ``compare_dumps``: pair two dumps and compute one metrics row per pair.
+
+Kept apart from the tool so it can run in worker processes: a worker gets dump *paths* and the
+list of pairs, reopens the dumps itself and streams one tensor pair at a time, so memory per
+process stays at one pair's chunk buffers whatever the dump size. Per-row failures (unreadable
+file, unsafe name, shape mismatch) become the row's status and message; the other rows go on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from acc_agent.errors import AccAgentError
+from acc_agent.io.dumps import Dump, open_dump_set
+from acc_agent.models.compare import DumpRow, RowStatus, TensorMetrics
+from acc_agent.numerics import tolerance as tol
+from acc_agent.numerics.metrics import compute_metrics
+
+#: msprobe's documented bar (Cosine > 0.99); below it a row is at least a warning.
+COSINE_BAR = 0.99
+#: Share of elements within the precision's rtol/atol a row needs to pass.
+WITHIN_BAR = 0.99
+#: Below this much tensor data, worker processes cost more than they save.
+PARALLEL_MIN_BYTES = 48 << 20
+
+
+@dataclass(frozen=True)
+class Job:
+    """One pair to compute; ``index`` is the target's execution order."""
+
+    golden_name: str
+    target_name: str
+    method: str
+    index: int
+    bench_name: str | None = None
+
+
+def row_precision(user: str | None, target_dtype: str | None) -> str:
+    """Precision a row is judged at: the user's, else the target tensor's dtype, else FP16."""
+    return tol.normalize_precision(user) or tol.precision_of_dtype(target_dtype) or tol.DEFAULT_PRECISION
+
+
+def judge(m: TensorMetrics) -> tuple[RowStatus, str]:
+    """Initial status of a computed row (the diagnosis may refine it)."""
+    hard = [r for k, r in m.na_reasons.items()
+            if k in ("cosine", "max_abs_err") and r.startswith(("shape unmatched", "N/A", "unsupported: dtype"))]
+    if hard:
+        return "error", hard[0]
+    if m.na_reasons.get("max_abs_err", "").startswith("unsupported: empty"):
+        return "skipped", m.na_reasons["max_abs_err"]
+    notes = []
+    if m.cosine is not None and m.cosine < COSINE_BAR:
+        notes.append(f"cosine {m.cosine:.6f} < {COSINE_BAR}")
+    if m.within_tolerance_ratio is not None and m.within_tolerance_ratio < WITHIN_BAR:
+        notes.append(f"only {m.within_tolerance_ratio:.2%} of elements within tolerance (< {WITHIN_BAR:.0%})")
+    if (m.target_nan or m.target_inf) and not (m.golden_nan or m.golden_inf):
+        return "error", f"target has NaN/Inf ({m.target_nan} NaN, {m.target_inf} Inf) where golden has none"
+    if notes:
+        return "warning", "; ".join(notes)
+    return "pass", ""
+
+
+def compute_row(golden: Dump, target: Dump, bench: Dump | None, job: Job, precision: str | None,
+                rank: str | None = None) -> DumpRow:
+    """One row; any problem with one side's file is the row's error, never an exception."""
+    ge = golden.entry(job.golden_name)
+    te = target.entry(job.target_name)
+    base: dict[str, Any] = {
+        "name": job.target_name,
+        "golden_name": job.golden_name,
+        "index": job.index,
+        "golden_dtype": ge.dtype,
+        "target_dtype": te.dtype,
+        "golden_shape": ge.shape,
+        "target_shape": te.shape,
+        "pair_method": job.method,
+        "rank": rank or None,
+    }
+    prec = row_precision(precision, te.dtype)
+    try:
+        t_arr = target.load(job.target_name)
+        g_arr = golden.load(job.golden_name)
+    except AccAgentError as err:
+        status: RowStatus = "skipped" if err.code == "no_tensor_data" else "error"
+        reasons = {k: f"unsupported: {err.message}" for k in ("cosine", "euc_dist", "max_abs_err", "max_rel_err",
+                                                               "one_thousandth_ratio", "five_thousandths_ratio")}
+        return DumpRow(**base, status=status, message=f"{err.message}. {err.hint}".strip(), na_reasons=reasons)
+    base["golden_dtype"] = _dtype_name(g_arr) or ge.dtype
+    base["target_dtype"] = _dtype_name(t_arr) or te.dtype
+    base["golden_shape"] = [int(s) for s in g_arr.shape]
+    base["target_shape"] = [int(s) for s in t_arr.shape]
+    try:
+        m = compute_metrics(g_arr, t_arr, precision=prec)
+    except (ValueError, TypeError, OSError) as exc:  # e.g. a memory-mapped file truncated while reading
+        return DumpRow(**base, status="error", message=f"could not compute metrics: {exc}")
+    del t_arr
+    verdict, message = judge(m)
+    if base["golden_dtype"] != base["target_dtype"] and not message:
+        message = f"dtype differs: target {base['target_dtype']} vs golden {base['golden_dtype']}"
+    row = DumpRow(**base, **m.model_dump(), status=verdict, message=message)
+    if bench is not None and job.bench_name is not None:
+        try:
+            row.bench = compute_metrics(g_arr, bench.load(job.bench_name), precision=prec)
+        except AccAgentError as err:
+            row.bench = TensorMetrics(na_reasons={"cosine": f"unsupported: bench {err.message}"})
+    return row
+
+
+def _dtype_name(arr: Any) -> str | None:
+    try:
+        return str(arr.dtype.name)
+    except AttributeError:
+        return None
+
+
+def _worker(args: tuple[str, str, str | None, Sequence[Job], str | None, str | None]) -> list[dict[str, Any]]:
+    g_src, t_src, b_src, jobs, precision, rank = args
+    golden = _reopen(g_src, rank)
+    target = _reopen(t_src, rank)
+    bench = _reopen(b_src, rank) if b_src else None
+    return [compute_row(golden, target, bench, j, precision, rank).model_dump() for j in jobs]
+
+
+def _reopen(source: str, rank: str | None) -> Dump:
+    return open_dump_set(source).ranks[""]
+
+
+def compute_rows(golden: Dump, target: Dump, bench: Dump | None, jobs: list[Job], precision: str | None,
+                 rank: str | None = None, workers: int | None = None) -> list[DumpRow]:
+    """All rows of one rank pair, in parallel processes when the data is large enough to pay off."""
+    n_workers = workers if workers is not None else _auto_workers(target, len(jobs))
+    if n_workers <= 1 or len(jobs) < 2:
+        return [compute_row(golden, target, bench, j, precision, rank) for j in jobs]
+    return run_parallel([(str(golden.source), str(target.source), str(bench.source) if bench else None,
+                          jobs, precision, rank)], n_workers)
+
+
+def run_parallel(units: Sequence[tuple[str, str, str | None, list[Job], str | None, str | None]],
+                 n_workers: int) -> list[DumpRow]:
+    """Split every unit's jobs into interleaved batches and compute them in ``n_workers`` processes."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    batches: list[tuple[str, str, str | None, Sequence[Job], str | None, str | None]] = []
+    for g_src, t_src, b_src, jobs, precision, rank in units:
+        parts = max(1, min(len(jobs), n_workers * 4))
+        for k in range(parts):
+            chunk = jobs[k::parts]
+            if chunk:
+                batches.append((g_src, t_src, b_src, chunk, precision, rank))
+    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    rows: list[DumpRow] = []
+    with ProcessPoolExecutor(max_workers=n_workers, mp_context=mp.get_context(method)) as pool:
+        for result in pool.map(_worker, batches):
+            rows.extend(DumpRow.model_validate(r) for r in result)
+    rows.sort(key=lambda r: (r.rank or "", r.index))
+    return rows
+
+
+def _auto_workers(target: Dump, n_jobs: int) -> int:
+    if n_jobs < 8:
+        return 1
+    try:
+        size = target.nbytes()
+    except OSError:
+        return 1
+    if size < PARALLEL_MIN_BYTES:
+        return 1
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
