@@ -1,6 +1,7 @@
 """Models of the layer-level diagnosis: where a migrated run first goes wrong and why.
 
-Owned by the diagnosis work (issue 3); ``compare_dumps`` embeds these in its output.
+Owned by the diagnosis work (issue 3); ``compare_dumps`` embeds these in its output. Contract
+fields: ``FirstDivergence.name`` and ``Diagnosis.category``.
 """
 
 from __future__ import annotations
@@ -17,13 +18,39 @@ DiagnosisCategory = Literal[
 class FirstDivergence(BaseModel):
     """The first tensor/module whose error exceeds what precision explains while its inputs are clean."""
 
-    name: str
-    index: int
-    module: str | None = None
-    input_metrics: dict[str, float | None] = Field(default_factory=dict)
-    output_metrics: dict[str, float | None] = Field(default_factory=dict)
-    amplification: float | None = Field(default=None, description="Output error / incoming error.")
+    name: str = Field(description="Row name (msprobe data_name without extension) of the first tensor at fault.")
+    index: int = Field(description="Position of that row in the compared rows.")
+    module: str | None = Field(default=None, description="The module/API call that produced it (dump.json key).")
+    input_metrics: dict[str, float | None] = Field(
+        default_factory=dict, description="Metrics of the worst input of that module (incoming error)."
+    )
+    output_metrics: dict[str, float | None] = Field(default_factory=dict, description="Metrics of its worst output.")
+    input_names: list[str] = Field(default_factory=list, description="Rows taken as the module's inputs.")
+    amplification: float | None = Field(
+        default=None, description="Output relative error / incoming relative error (null when the inputs are exact)."
+    )
     reason: str = ""
+
+
+class InputTransform(BaseModel):
+    """A transformation under which the target tensor equals the golden one (measured, not guessed)."""
+
+    row: str
+    kind: str = Field(description="identity | channel_reverse | permute | reshape | permute_reshape | affine | "
+                                  "channel_affine | channel_reverse+affine | channel_reverse+channel_affine")
+    description: str
+    residual: float = Field(description="Relative L2 error left after the transformation.")
+    params: dict[str, object] = Field(default_factory=dict)
+
+
+class LayerGrowth(BaseModel):
+    """A module where the error grew: how much it multiplied its incoming error."""
+
+    module: str
+    name: str
+    input_error: float | None
+    output_error: float | None
+    growth: float | None
 
 
 class Diagnosis(BaseModel):
@@ -32,3 +59,12 @@ class Diagnosis(BaseModel):
     next_actions: list[str] = Field(default_factory=list)
     details: dict[str, object] = Field(default_factory=dict)
     judged_against: Literal["bench", "dtype_budget"] = "dtype_budget"
+    judgement_note: str = Field(default="", description="How rows were judged and how strong that judgement is.")
+    transforms: list[InputTransform] = Field(
+        default_factory=list, description="Transformations that explain a mismatching pair (input or middle tensor)."
+    )
+    growth_layers: list[LayerGrowth] = Field(
+        default_factory=list, description="Modules where the error grew fastest (precision accumulation)."
+    )
+    rows_beyond_precision: int = 0
+    rows_judged: int = 0
