@@ -196,3 +196,69 @@ class JudgeShortRunOutput(ToolOutput):
     repeat_check: str = Field(default="", description="What the do-not-repeat check did (recorded, matched, or why not possible).")
     record_file: str | None = None
     reason: str | None = None
+
+
+def _parse_tolerances(value: Any) -> Any:
+    """Accept ``"loss=0.02,grad_norm=0.1"`` (or ``loss=2%``) as well as a mapping."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("{"):
+            import json
+
+            return json.loads(text)
+        out: dict[str, float] = {}
+        for part in text.split(","):
+            if not part.strip():
+                continue
+            name, sep, number = part.partition("=")
+            if not sep:
+                raise ValueError("tolerances look like metric=fraction pairs, e.g. loss=0.02,grad_norm=0.1")
+            n = number.strip()
+            out[name.strip()] = float(n.rstrip("%")) / 100.0 if n.endswith("%") else float(n)
+        return out
+    return value
+
+
+TolerancesArg = Annotated[dict[str, float], BeforeValidator(_parse_tolerances)]
+
+
+class CurveComparison(BaseModel):
+    """One metric of baseline vs target, aligned on common steps."""
+
+    metric: str
+    kind: Literal["accuracy", "performance"] = Field(description="accuracy metrics decide the verdict; performance ones are reported.")
+    status: Literal["identical", "pass", "fail", "na"]
+    tolerance: float | None = None
+    tolerance_source: str = ""
+    steps_compared: int = 0
+    step_range: list[int] | None = None
+    skipped_steps: list[int] = Field(default_factory=list, description="Warm-up and the first N steps, left out.")
+    alignment: str = ""
+    max_rel_dev: float | None = None
+    mean_rel_dev: float | None = None
+    max_abs_dev: float | None = None
+    max_dev_step: int | None = None
+    first_divergent_step: int | None = Field(default=None, description="First step where |t-b|/|b| exceeds the tolerance.")
+    reason: str | None = None
+
+
+class CompareLossCurvesOutput(ToolOutput):
+    """Verdicts: ``identical`` (bit-equal accuracy curves), ``match`` (within tolerance), ``diverged``
+    (fails: an accuracy metric leaves its tolerance), ``insufficient_data`` (N/A: no common metric or
+    no overlapping steps; not a failure)."""
+
+    failing_verdicts: ClassVar[frozenset[str]] = frozenset({"diverged"})
+    verdict: Literal["identical", "match", "diverged", "insufficient_data"]
+    baseline_log: str
+    target_log: str
+    baseline_format: str = ""
+    target_format: str = ""
+    baseline_device: str | None = None
+    target_device: str | None = None
+    comparison: Literal["cross_platform", "same_platform", "unknown"] = "unknown"
+    determinism: str | None = Field(default=None, description="For two runs on one platform: bit-identical or the size of the run-to-run noise.")
+    metrics: list[CurveComparison] = Field(default_factory=list)
+    first_divergent_step: int | None = None
+    first_divergent_metric: str | None = None
+    plot_path: str | None = None
+    plot_note: str | None = None

@@ -16,6 +16,7 @@ from acc_agent.io.logs.source import LogSource, Sample
 
 _ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 _MEM = re.compile(r"\(after (\d+) iterations\) memory \(MB\)")
+_EVAL_NAMES = {"lm_loss_value": "eval_loss", "lm_loss_ppl": "eval_ppl", "loss": "eval_loss"}
 _VALIDATION = re.compile(r"validation loss at (?:iteration (\d+)|the end of training)", re.I)
 
 
@@ -66,8 +67,8 @@ class MegatronText(LogFormat):
                     pairs = _pairs(line[vm.end() :])
                     values = {}
                     for key, value in pairs.items():
-                        name = key if key.startswith("eval_") else "eval_" + key
-                        values[name.replace("eval_lm_loss", "eval_loss").replace("eval_lm_loss_ppl", "eval_ppl")] = value
+                        name = _EVAL_NAMES.get(key, key)
+                        values[name if name.startswith("eval_") else "eval_" + name] = value
                     eval_step = int(vm.group(1)) if vm.group(1) else last_step
                     if values:
                         yield Record(line=lineno, values=values, step=eval_step, kind="eval")
