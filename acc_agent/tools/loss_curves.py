@@ -9,7 +9,7 @@ the same comparison a non-determinism check.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -96,7 +96,7 @@ def compare_loss_curves(params: CompareLossCurvesInput) -> CompareLossCurvesOutp
     results: list[CurveComparison] = []
     panels = []
     for metric in wanted:
-        kind = "performance" if _is_perf(metric) else "accuracy"
+        kind: Literal["accuracy", "performance"] = "performance" if _is_perf(metric) else "accuracy"
         if metric in params.tolerances:
             tol, tol_src = params.tolerances[metric], "--tolerances"
         elif metric in DEFAULT_TOLERANCES:
@@ -131,7 +131,7 @@ def compare_loss_curves(params: CompareLossCurvesInput) -> CompareLossCurvesOutp
         finite = np.isfinite(dev)
         imax = int(np.nanargmax(np.where(finite, dev, np.inf))) if dev.size else 0
         identical = bool(np.array_equal(b_on, t_on))
-        status = "identical" if identical else ("fail" if idx is not None else "pass")
+        status: Literal["identical", "pass", "fail", "na"] = "identical" if identical else ("fail" if idx is not None else "pass")
         results.append(CurveComparison(
             metric=metric, kind=kind, status=status, tolerance=tol, tolerance_source=tol_src, steps_compared=int(grid.size),
             step_range=[int(grid[0]), int(grid[-1])], skipped_steps=skipped, alignment=alignment,
@@ -147,6 +147,7 @@ def compare_loss_curves(params: CompareLossCurvesInput) -> CompareLossCurvesOutp
     acc = [r for r in results if r.kind == "accuracy" and r.status != "na"]
     perf_fail = [r.metric for r in results if r.kind == "performance" and r.status == "fail"]
     out_extra: dict[str, Any] = {}
+    verdict: Literal["identical", "match", "diverged", "insufficient_data"]
     if not acc:
         reason = f"no accuracy metric could be compared (common metrics: {', '.join(common) or 'none'})"
         verdict = "insufficient_data"
