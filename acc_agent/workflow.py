@@ -222,7 +222,7 @@ def read_perf_file(project: Project, key: str) -> SkillResult:
 
     try:
         model = get_tool("measure_performance").output_model.model_validate(data)
-        data = model.model_dump(mode="json") | {k: v for k, v in data.items() if k not in model.model_fields}
+        data = model.model_dump(mode="json") | {k: v for k, v in data.items() if k not in type(model).model_fields}
     except AccAgentError:
         pass  # tool not installed: the file's own fields are read below, checked one by one
     except ValidationError as exc:

@@ -227,8 +227,9 @@ def time_forward(net: Net, params: dict[str, np.ndarray], x: np.ndarray, batch_s
             "batch_size": bs, "p50_ms": float(np.percentile(arr, 50)), "p95_ms": float(np.percentile(arr, 95)),
             "mean_ms": float(arr.mean()), "throughput": float(bs * 1000.0 / arr.mean()),
             "throughput_unit": "samples/s (per batch: batch_size / mean latency)",
-            "warmup": warmup, "iterations": iterations, "scope": "device_only",
-            "latencies_ms": [round(v, 6) for v in lat],
+            "warmup": warmup, "iterations": iterations, "scope": "device_only", "status": "ok",
+            "min_ms": float(arr.min()), "max_ms": float(arr.max()), "std_ms": float(arr.std()),
+            "samples_ms": [round(v, 6) for v in lat],
         })
     return {
         "verdict": "measured",
@@ -236,6 +237,15 @@ def time_forward(net: Net, params: dict[str, np.ndarray], x: np.ndarray, batch_s
                    f"that ran samples/make_samples.py (emulated device, not real GPU/NPU hardware)",
         "evidence": [{"kind": "command", "ref": "python3 samples/make_samples.py", "detail": "time_forward()"}],
         "results": results,
+        "settings": {
+            "source": "callable", "target": f"samples/make_samples.py:Net.forward ({label})", "scope": "device_only",
+            "scope_description": "device-only: the model's forward pass only, no pre/post-processing",
+            "batch_sizes": batch_sizes, "concurrency": "sequential, single request at a time",
+            "warmup": warmup, "warmup_reason": "first calls pay for allocation and cache warm-up",
+            "iterations": iterations, "iterations_reason": "100 samples give stable p50/p95",
+            "throughput_definition": "samples/s = batch_size / mean latency",
+            "synchronisation": "none (numpy on CPU is synchronous)",
+        },
     }
 
 

@@ -346,10 +346,6 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     template = (f"acc-agent measure-performance --command {shlex.quote(inference)} "
                 f"--batch-sizes {','.join(str(b) for b in perf.batch_sizes)} --warmup {perf.warmup} "
                 f"--iterations {perf.iterations} --json > perf/npu_target.json")
-    latencies = {
-        "baseline": {bs: row.get("latencies_ms") for bs, row in gpu.items() if isinstance(row.get("latencies_ms"), list)},
-        "target": {bs: row.get("latencies_ms") for bs, row in npu.items() if isinstance(row.get("latencies_ms"), list)},
-    }
     return {
         "executed": perf.triggered and bool(npu),
         "triggered": perf.triggered,
@@ -369,7 +365,6 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         "bottleneck": c.val(perf.bottleneck) if perf.bottleneck else c.na("no bottleneck analysis yet (mig.yaml performance.bottleneck)"),
         "compare": c.val(f"[{comp.output.get('verdict')}] {comp.output.get('summary', '')}", comp.command)
         if comp.ok and comp.output else c.gap(comp),
-        "latencies": latencies,
         "sources": [x for x in (p.artefacts.baseline_perf, p.artefacts.target_perf) if x],
     }
 

@@ -123,10 +123,11 @@ def make_plots(wf: WorkflowResult, out_dir: Path) -> tuple[dict[str, str], list[
     for side, slot in (("baseline", "baseline_perf"), ("target", "target_perf")):
         r = wf.get(slot)
         for row in (r.output or {}).get("results", []) if r.ok else []:
-            if isinstance(row.get("latencies_ms"), list) and isinstance(row.get("batch_size"), int):
-                lat[side][row["batch_size"]] = row["latencies_ms"]
+            raw = row.get("samples_ms") or row.get("latencies_ms")
+            if isinstance(raw, list) and raw and isinstance(row.get("batch_size"), int):
+                lat[side][row["batch_size"]] = raw
     if plot_latency(lat, plots_dir / "latency.png"):
         links["latency"] = "plots/latency.png"
     else:
-        notes.append("latency plot skipped: the timing results hold no raw latencies_ms")
+        notes.append("latency plot skipped: the timing results hold no raw samples_ms")
     return links, notes
