@@ -76,6 +76,8 @@ class CompareDumpsOutput(ToolOutput):
     diagnosis: Diagnosis | None = None
     rows_total: int = 0
     rows_truncated: bool = False
+    unmatched_golden_total: int = Field(default=0, description="Unmatched golden tensors, before any inline cut.")
+    unmatched_target_total: int = Field(default=0, description="Unmatched target tensors, before any inline cut.")
     csv_path: str | None = None
 
 

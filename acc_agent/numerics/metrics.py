@@ -302,8 +302,6 @@ def compute_metrics(
         out["top1_agreement"], why_top1 = _top1(g, t)
         if why_top1:
             reasons["top1_agreement"] = why_top1
-    else:
-        reasons["top1_agreement"] = "not requested (meaningful for logits only)"
     return TensorMetrics(**out, **counts, na_reasons=reasons, numel=n)
 
 

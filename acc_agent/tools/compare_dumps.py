@@ -21,7 +21,10 @@ from acc_agent.models.common import Evidence, ToolInput
 from acc_agent.models.compare import CompareDumpsOutput, DumpRow
 from acc_agent.registry import tool
 
-DEFAULT_TOP = 50
+#: Rows inline by default: keeps a 2,000-row result under 20 KB of JSON for an agent; the CSV has all.
+DEFAULT_TOP = 12
+#: Unmatched names listed inline by default (totals are always given).
+UNMATCHED_INLINE = 40
 _STATUS_RANK = {"error": 0, "warning": 1, "unmatched": 2, "skipped": 3, "pass": 4}
 
 
@@ -39,7 +42,8 @@ class CompareDumpsInput(ToolInput):
         default=None, description="Target precision for tolerances; default: each target tensor's dtype (FP16 "
                                   "when it is not a float type).")
     top: int = Field(default=DEFAULT_TOP, ge=1, description="Rows kept inline (the worst first); the CSV has all.")
-    all_rows: bool = Field(default=False, description="Return every row inline instead of the worst --top.")
+    all_rows: bool = Field(default=False, description="Return every row (and every unmatched name) inline instead "
+                                                      "of the worst --top.")
     workers: int | None = Field(default=None, ge=1, description="Worker processes (default: automatic by dump "
                                                                 "size and ranks).")
 
@@ -220,8 +224,10 @@ def compare_dumps(params: CompareDumpsInput) -> CompareDumpsOutput:
         target=params.target,
         bench=params.bench,
         rows=inline,
-        unmatched_golden=unmatched_g,
-        unmatched_target=unmatched_t,
+        unmatched_golden=unmatched_g if params.all_rows else unmatched_g[:UNMATCHED_INLINE],
+        unmatched_target=unmatched_t if params.all_rows else unmatched_t[:UNMATCHED_INLINE],
+        unmatched_golden_total=len(unmatched_g),
+        unmatched_target_total=len(unmatched_t),
         first_divergence=first_divergence,
         diagnosis=diagnosis,
         rows_total=len(rows),
