@@ -262,3 +262,28 @@ class CompareLossCurvesOutput(ToolOutput):
     first_divergent_metric: str | None = None
     plot_path: str | None = None
     plot_note: str | None = None
+
+
+class ConfigDiff(BaseModel):
+    """One hyper-parameter on both sides."""
+
+    name: str = Field(description="Canonical name (lr, global_batch_size, tensor_parallel, precision, flash_attention...).")
+    status: Literal["same", "different", "baseline_only", "target_only"]
+    baseline: Any = None
+    target: Any = None
+    baseline_key: str | None = Field(default=None, description="Key as the baseline source spells it.")
+    target_key: str | None = None
+
+
+class CompareRunConfigsOutput(ToolOutput):
+    """Verdicts: ``consistent`` (every setting found on both sides agrees), ``mismatch`` (fails: a
+    setting differs, so curve comparisons are not like for like), ``insufficient_data`` (N/A: no
+    common setting could be read)."""
+
+    failing_verdicts: ClassVar[frozenset[str]] = frozenset({"mismatch"})
+    verdict: Literal["consistent", "mismatch", "insufficient_data"]
+    baseline: str
+    target: str
+    baseline_source: str = ""
+    target_source: str = ""
+    diffs: list[ConfigDiff] = Field(default_factory=list)

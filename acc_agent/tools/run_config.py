@@ -1,0 +1,77 @@
+"""``compare_run_configs``: are baseline and target configured alike before their curves are compared?
+
+Seed 001: "ensure both sides use the same configuration before comparing" — learning rate, batch
+sizes, parallel split, warm-up, model size, precision, flash attention. Settings are read from the
+logs' argument/config dumps or from YAML/JSON/python config files (python is parsed, never run).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from acc_agent.models.common import Evidence, ToolInput
+from acc_agent.models.training import CompareRunConfigsOutput, ConfigDiff
+from acc_agent.registry import tool
+
+
+class CompareRunConfigsInput(ToolInput):
+    baseline: Path = Field(description="Baseline run's log or config file (YAML/JSON/python config, Megatron log with its argument dump, mmcv log with its Config dump, trainer_state.json).")
+    target: Path = Field(description="Target run's log or config file.")
+    ignore: list[str] = Field(default_factory=list, description="Canonical settings to leave out (e.g. world_size when the card count legitimately differs).")
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return bool(a) == bool(b) if isinstance(a, bool) and isinstance(b, bool) else str(a).lower() == str(b).lower()
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=0.0)
+    return str(a).strip().lower() == str(b).strip().lower()
+
+
+def _render(out: CompareRunConfigsOutput) -> str:
+    lines = [f"[{out.verdict}] {out.summary}"]
+    for d in out.diffs:
+        lines.append(f"  {d.status:<13} {d.name:<22} baseline={d.baseline!r:<20} target={d.target!r}")
+    return "\n".join(lines)
+
+
+@tool(
+    description="Diff the run configurations of baseline and target (lr, batch sizes, parallelism, warm-up, model size, precision, flash attention).\n"
+    "Reads Megatron argument dumps, mmcv/mmengine Config dumps, trainer_state.json and YAML/JSON/python configs.",
+    positional=("baseline", "target"),
+    text_renderer=_render,
+)
+def compare_run_configs(params: CompareRunConfigsInput) -> CompareRunConfigsOutput:
+    from acc_agent.io.logs.config import canonical_config, raw_config_from_file
+
+    b_flat, b_src = raw_config_from_file(params.baseline)
+    t_flat, t_src = raw_config_from_file(params.target)
+    b, t = canonical_config(b_flat), canonical_config(t_flat)
+    diffs: list[ConfigDiff] = []
+    for name in sorted(set(b) | set(t)):
+        if name in params.ignore:
+            continue
+        if name in b and name in t:
+            status = "same" if _same(b[name][0], t[name][0]) else "different"
+            diffs.append(ConfigDiff(name=name, status=status, baseline=b[name][0], target=t[name][0], baseline_key=b[name][1], target_key=t[name][1]))  # type: ignore[arg-type]
+        elif name in b:
+            diffs.append(ConfigDiff(name=name, status="baseline_only", baseline=b[name][0], baseline_key=b[name][1]))
+        else:
+            diffs.append(ConfigDiff(name=name, status="target_only", target=t[name][0], target_key=t[name][1]))
+    evidence = [Evidence(kind="file", ref=str(params.baseline), detail=f"baseline settings: {b_src}"),
+                Evidence(kind="file", ref=str(params.target), detail=f"target settings: {t_src}")]
+    both = [d for d in diffs if d.status in ("same", "different")]
+    different = [d for d in both if d.status == "different"]
+    head = {"baseline": str(params.baseline), "target": str(params.target), "baseline_source": b_src, "target_source": t_src, "diffs": diffs}
+    one_sided = [d.name for d in diffs if d.status in ("baseline_only", "target_only")]
+    tail = f"; stated on one side only: {', '.join(one_sided)}" if one_sided else ""
+    if not both:
+        return CompareRunConfigsOutput(verdict="insufficient_data", summary=f"no setting could be read on both sides (baseline: {b_src}; target: {t_src}){tail}", evidence=evidence, **head)
+    if different:
+        text = ", ".join(f"{d.name} {d.baseline!r} vs {d.target!r}" for d in different)
+        return CompareRunConfigsOutput(verdict="mismatch", summary=f"{len(different)} of {len(both)} common settings differ: {text}{tail}", evidence=evidence, **head)
+    return CompareRunConfigsOutput(verdict="consistent", summary=f"all {len(both)} common settings agree ({', '.join(d.name for d in both)}){tail}", evidence=evidence, **head)
