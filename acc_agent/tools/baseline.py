@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -230,7 +230,7 @@ def select_baseline(params: SelectBaselineInput) -> SelectBaselineOutput:
     candidates.sort(key=lambda c: -c.score)
     entry, commands = _commands(root, params)
     evidence = [Evidence(kind="file", ref=str(root), detail=f"scanned {len(files)} file(s), {len(candidates)} with metrics")]
-    base = {"scanned_files": len(files), "skipped": skipped, "candidates": candidates, "entry": entry}
+    base: dict[str, Any] = {"scanned_files": len(files), "skipped": skipped, "candidates": candidates, "entry": entry}
     metric = params.metric or "loss"
     qualifying = [c for c in candidates if c.qualifies]
     gpu_like = [c for c in qualifying if c.device != "CPU"]

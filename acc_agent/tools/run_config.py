@@ -66,7 +66,7 @@ def compare_run_configs(params: CompareRunConfigsInput) -> CompareRunConfigsOutp
                 Evidence(kind="file", ref=str(params.target), detail=f"target settings: {t_src}")]
     both = [d for d in diffs if d.status in ("same", "different")]
     different = [d for d in both if d.status == "different"]
-    head = {"baseline": str(params.baseline), "target": str(params.target), "baseline_source": b_src, "target_source": t_src, "diffs": diffs}
+    head: dict[str, Any] = {"baseline": str(params.baseline), "target": str(params.target), "baseline_source": b_src, "target_source": t_src, "diffs": diffs}
     one_sided = [d.name for d in diffs if d.status in ("baseline_only", "target_only")]
     tail = f"; stated on one side only: {', '.join(one_sided)}" if one_sided else ""
     if not both:
