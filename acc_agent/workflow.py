@@ -86,7 +86,11 @@ def plans(project: Project) -> list[SkillPlan]:
     if a.nvidia_smi:
         env_opts["nvidia_smi_output"] = _rel(project, a.nvidia_smi)
     out.append(SkillPlan("environment", "check_environment", [], env_opts, {}))
-    out.append(SkillPlan("baseline", "select_baseline", [str(project.base_dir)], {}, {}))
+    sb_opts: dict[str, Any] = {"metric": t.loss_metric,
+                               "gpu_available": {True: "yes", False: "no", None: "unknown"}[a.gpu_available]}
+    if project.model.batch_size is not None:
+        sb_opts["batch_size"] = project.model.batch_size
+    out.append(SkillPlan("baseline", "select_baseline", [str(project.base_dir)], sb_opts, {}))
     out.append(SkillPlan("baseline_log", "parse_training_log", [_rel(project, a.baseline_log)], {},
                          {"baseline_log": a.baseline_log}))
     out.append(SkillPlan("target_log", "parse_training_log", [_rel(project, a.target_log)], {},

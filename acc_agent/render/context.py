@@ -127,7 +127,10 @@ def build_baseline(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     a = p.artefacts
     if r.ok and r.output is not None:
         source = str(r.output.get("source") or "na")
-        log = r.output.get("log_path") or ""
+        log = str(r.output.get("log_path") or "")
+        base = f"{p.base_dir}/"
+        if log.startswith(base):
+            log = log[len(base):]
         reason = str(r.output.get("reason") or r.output.get("summary") or "")
         origin = r.command
     else:
@@ -259,7 +262,9 @@ def build_golden(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
 def build_dumps(c: Ctx, wf: WorkflowResult, limit: int = 40) -> dict[str, Any]:
     r = wf.get("dumps")
     if not (r.ok and r.output is not None):
-        return {"ok": False, "gap": c.gap(r), "rows": [], "verdict": None, "first": c.gap(r), "category": c.gap(r)}
+        return {"ok": False, "gap": c.gap(r), "rows": [], "verdict": None, "first": c.gap(r), "category": c.gap(r),
+                "first_name": None, "first_reason": Markup(""), "explanation": Markup(""), "next_actions": [],
+                "total": 0, "shown": 0, "summary": c.gap(r)}
     out = r.output
     rows = []
     for row in (out.get("rows") or [])[:limit]:
@@ -481,4 +486,9 @@ def build_context(wf: WorkflowResult, lang: str, plots: dict[str, str] | None = 
         "problems": [[c.val(r.get(k, "")) for k in ("date", "problem", "command", "error", "tried", "root_cause", "fix")]
                      for r in p.problems],
         "cell": c,
+        "vc": {
+            "accuracy": c.word(accuracy) if accuracy else c.na("no accuracy verdict yet: golden and dump comparisons missing"),
+            "performance": c.word(perf["verdict"]) if perf["verdict"] else c.na("no performance verdict yet: no KPI result"),
+            "overall": c.word(ov) if ov != "na" else c.na("nothing measured yet"),
+        },
     }

@@ -1,0 +1,114 @@
+"""Rendering: same data in both languages, hostile strings escaped, missing artefacts as sourced gaps."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from acc_agent.models.project import load_project, parse_project
+from acc_agent.render.checks import check_folder, check_markdown
+from acc_agent.render.deliverables import render_all, render_text
+from acc_agent.render.env import make_env
+from acc_agent.workflow import WorkflowResult, run_workflow
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "samples" / "demo_project"
+
+
+@pytest.fixture(scope="module")
+def demo_wf() -> WorkflowResult:
+    return run_workflow(load_project(DEMO / "mig.yaml"))
+
+
+def _numbers(text: str) -> list[str]:
+    return re.findall(r"\d+\.\d+(?:e[-+]\d+)?", text)
+
+
+def test_en_and_zh_render_from_the_same_data(demo_wf: WorkflowResult) -> None:
+    en, zh = render_text(demo_wf, "en"), render_text(demo_wf, "zh")
+    for name in en:
+        assert check_markdown(en[name], name) == [] and check_markdown(zh[name], name) == []
+        # every number the English document prints, the Chinese one prints too (and vice versa)
+        assert sorted(_numbers(en[name])) == sorted(_numbers(zh[name])), name
+    assert "## 3 Accuracy" in en["Compare"] and "## 3 精度" in zh["Compare"]
+
+
+def test_demo_fault_is_reported_with_its_source(demo_wf: WorkflowResult) -> None:
+    compare = render_text(demo_wf, "en")["Compare"]
+    dumps = demo_wf.get("dumps")
+    if not dumps.ok:
+        pytest.skip(f"compare_dumps not available here: {dumps.reason}")
+    fd = (dumps.output or {}).get("first_divergence") or {}
+    assert fd.get("name", "").startswith("Functional.gelu.1.forward")  # the quick_gelu fault planted by make_samples
+    assert "First divergence: Functional.gelu.1.forward" in compare
+    assert "acc-agent compare-dumps dumps/golden/step0/rank0 dumps/target/step0/rank0" in compare
+
+
+def test_verification_boxes_follow_evidence(demo_wf: WorkflowResult) -> None:
+    report = render_text(demo_wf, "en")["Mig_report"]
+    assert "- [x] Code migration done — attested" in report  # attested in mig.yaml with a ref
+    golden = demo_wf.get("golden")
+    if golden.ok:
+        assert (golden.output or {}).get("verdict") == "fail"
+        assert "- [ ] Golden consistency — compare\\_tensors verdict: fail" in report
+    assert "- [ ] Full accuracy met — N/A" in report
+
+
+HOSTILE = """\
+project: {{name: "demo | <b>bold</b> `tick`", date: "2025-01-01"}}
+model: {{name: "m|x", chip: "910B<script>"}}
+datasets:
+  - {{purpose: golden, dataset: "set|with|pipes", subset: "`a` <i>b</i>", path: "d|p/x.npz"}}
+artefacts:
+  baseline_log: {log}
+"""
+
+
+def test_hostile_user_strings_are_escaped(tmp_path: Path) -> None:
+    shutil.copy(DEMO / "logs" / "gpu_fp32_train.log", tmp_path / "base.log")
+    (tmp_path / "mig.yaml").write_text(HOSTILE.format(log="base.log"), encoding="utf-8")
+    wf = run_workflow(load_project(tmp_path / "mig.yaml"))
+    out = tmp_path / "out"
+    render_all(wf, out, "en", with_plots=False)
+    problems, _ = check_folder(out)
+    assert problems == []
+    readme = (out / "Mig_Readme.md").read_text(encoding="utf-8")
+    assert "set\\|with\\|pipes" in readme and "\\<i\\>b\\</i\\>" in readme and "`d\\|p/x.npz`" in readme
+
+
+def test_missing_artefacts_render_complete_documents_with_gaps(tmp_path: Path) -> None:
+    text = "project: {name: bare}\nmodel: {name: m}\nartefacts: {gpu_available: false}\n"
+    (tmp_path / "mig.yaml").write_text(text, encoding="utf-8")
+    wf = run_workflow(load_project(tmp_path / "mig.yaml"))
+    out = tmp_path / "out"
+    render_all(wf, out, "zh", with_plots=True)
+    render_all(wf, tmp_path / "en", "en", with_plots=True)
+    assert check_folder(out)[0] == [] and check_folder(tmp_path / "en")[0] == []
+    compare = (tmp_path / "en" / "Compare.md").read_text(encoding="utf-8")
+    readme = (tmp_path / "en" / "Mig_Readme.md").read_text(encoding="utf-8")
+    report = (tmp_path / "en" / "Mig_report.md").read_text(encoding="utf-8")
+    assert "| Baseline source | `na` N/A |" in compare  # no log, no GPU: no misleading comparison
+    assert "GPU" in compare.split("| Why this baseline |")[1].split("\n")[0]  # the reason names the missing GPU
+    assert "N/A — not configured: artefacts.golden\\_dump, artefacts.target\\_dump in mig.yaml; fill with: " \
+           "`acc-agent compare-dumps <GOLDEN_DUMP> <TARGET_DUMP>`" in compare
+    assert "Not executed. Reason:" in compare and "Command template: `acc-agent measure-performance" in compare
+    assert "GPU inference baseline (default)" in readme  # §2.6 interface written for the user to run
+    assert "- [x]" not in report  # nothing ticked without evidence
+
+
+def test_none_can_never_be_printed() -> None:
+    env = make_env("en")
+    with pytest.raises(ValueError, match="None"):
+        env.from_string("value: {{ x }}").render(x=None)
+    assert env.from_string("{{ x }}").render(x=float("nan")) == "NaN"  # visible, and flagged by the checks
+    assert any(p.check == "value_leak" for p in check_markdown(
+        "# x\n<!-- acc-agent doc=Summary lang=en -->\nvalue nan\n"))
+
+
+def test_invalid_project_never_tracebacks() -> None:
+    with pytest.raises(Exception) as exc:
+        parse_project("project: {name: x}\nmodel: {name: m, target_precision: int4}\n")
+    assert "line 2, field model.target_precision" in str(exc.value)
