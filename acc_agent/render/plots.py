@@ -79,25 +79,26 @@ def plot_latency(latencies: dict[str, dict[int, list[float]]], path: Path) -> bo
 
 
 def _loss_curves(wf: WorkflowResult, path: Path) -> tuple[bool, str]:
-    """Delegate to the logs helper's plot function (render/plot_curves.py) when it is installed."""
+    """Ask compare_loss_curves (which owns render/plot_curves.py) to draw the curves it compared."""
+    lc = wf.get("loss_curves")
+    if not lc.ok:
+        return False, f"loss-curve plot skipped: {lc.reason}"
+    from acc_agent.errors import AccAgentError
+    from acc_agent.registry import get_tool
+
+    p = wf.project
     try:
-        from acc_agent.render import plot_curves  # type: ignore[attr-defined]
-    except ImportError:
-        return False, "loss-curve plot skipped: acc_agent.render.plot_curves is not installed"
-    b, t = wf.get("baseline_log"), wf.get("target_log")
-    if not (b.ok and t.ok):
-        return False, "loss-curve plot skipped: both training logs must be parsed first"
-    metric = wf.project.thresholds.loss_metric
-    fn = getattr(plot_curves, "plot_loss_curves", None)
-    if fn is None:
-        return False, "loss-curve plot skipped: plot_curves has no plot_loss_curves function"
-    try:
-        bs = [(p["step"], p["value"]) for p in (b.output or {}).get("series", {}).get(metric, [])]
-        ts = [(p["step"], p["value"]) for p in (t.output or {}).get("series", {}).get(metric, [])]
-        fn(bs, ts, path, metric=metric)
+        spec = get_tool("compare_loss_curves")
+        if "plot" not in spec.input_model.model_fields:
+            return False, "loss-curve plot skipped: compare_loss_curves cannot draw plots in this installation"
+        args = dict(zip(spec.positional, (str(p.resolve(p.artefacts.baseline_log)), str(p.resolve(p.artefacts.target_log))),
+                        strict=False))
+        spec.run({**args, "plot": str(path)})
+    except AccAgentError as err:
+        return False, f"loss-curve plot skipped: {err.message}"
     except Exception as exc:  # the documents must still be written
         return False, f"loss-curve plot skipped: {type(exc).__name__}: {exc}"
-    return path.is_file(), ""
+    return path.is_file(), "" if path.is_file() else "loss-curve plot skipped: no file written"
 
 
 def make_plots(wf: WorkflowResult, out_dir: Path) -> tuple[dict[str, str], list[str]]:
