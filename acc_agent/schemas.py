@@ -277,6 +277,37 @@ def _wants_object(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
+def _model_of(annotation: Any) -> Any:
+    """The pydantic model or list-item type inside Optional/Annotated wrappers, else None."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _model_of(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _model_of(inner[0]) if len(inner) == 1 else None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if origin is list:
+        args = typing.get_args(annotation)
+        return ("list", args[0]) if args else None
+    return None
+
+
+def _drop_nested_nulls(value: Any, annotation: Any) -> Any:
+    """In nested models, ``null`` for a field with a default means "not given" (OpenAI strict)."""
+    target = _model_of(annotation)
+    if isinstance(target, tuple) and isinstance(value, list):
+        return [_drop_nested_nulls(v, target[1]) for v in value]
+    if isinstance(target, type) and isinstance(value, dict):
+        fields = target.model_fields
+        return {
+            k: _drop_nested_nulls(v, fields[k].annotation) if k in fields else v
+            for k, v in value.items()
+            if not (v is None and k in fields and not fields[k].is_required())
+        }
+    return value
+
+
 def prepare_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
     """Turn function-call arguments into input-model arguments, and say whether the full result is wanted.
 
@@ -317,7 +348,7 @@ def prepare_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> tuple[dic
                     f"{key}: not valid JSON ({exc.msg})",
                     hint="Send the object as valid JSON text.",
                 ) from None
-        out[key] = value
+        out[key] = _drop_nested_nulls(value, finfo.annotation) if finfo is not None else value
     return out, bool(full)
 
 

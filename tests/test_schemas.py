@@ -158,6 +158,12 @@ def test_strict_arguments_round_trip_into_the_input_model(fake_spec: ToolSpec) -
     assert result.echo["mapping"] == {"a": "b"} and result.echo["window"] == [0, 5]
     assert result.echo["sizes"] == [1] and result.echo["thresholds"] == {"rtol": 0.01, "atol": 0.001}
 
+    # Nested optional fields arrive as null too: they mean "use the default".
+    args = _openai_args(tool, {"path": "x", "thresholds": {"rtol": None, "atol": 0.01}})
+    jsonschema.validate(args, tool["function"]["parameters"])
+    echo = fake_spec.run(prepare_arguments(fake_spec, args)[0]).echo
+    assert echo["thresholds"] == {"rtol": 1e-3, "atol": 0.01} and echo["n"] == 10
+
     anth = next(t for t in tool_definitions("anthropic") if t["name"] == fake_spec.name)
     jsonschema.validate(given, anth["input_schema"])
     assert fake_spec.run(prepare_arguments(fake_spec, given)[0]).echo["mode"] == "b"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -69,7 +70,7 @@ def _cli_examples() -> list[tuple[str, list[str]]]:
     found = []
     for d in SKILL_DIRS:
         for span in re.findall(r"`(acc-agent [^`]+)`", (d / "SKILL.md").read_text(encoding="utf-8")):
-            found.append((d.name, span.split()[1:]))
+            found.append((d.name, shlex.split(span)[1:]))
     return found
 
 
