@@ -335,7 +335,8 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     if met_flags:
         verdict: str | None = "met" if all(met_flags) else "not_met"
     elif comp.ok and comp.output is not None and kpi is None:
-        verdict = "met" if comp.output.get("verdict") == "pass" else "not_met" if comp.output.get("verdict") == "fail" else None
+        cv = comp.output.get("verdict")
+        verdict = "met" if cv in ("met", "pass") else "not_met" if cv in ("not_met", "fail") else None
     else:
         verdict = None
     settings = npu_r.output["results"][0] if npu_r.ok and npu_r.output and npu_r.output.get("results") else {}
@@ -423,7 +424,7 @@ def build_verification(c: Ctx, wf: WorkflowResult, tr: dict[str, Any], golden: d
     boxes.append(_box(c, "short_run", srv == "pass", c.val(f"judge_short_run verdict: {srv}", wf.get("short_run").command)
                       if srv else c.gap(wf.get("short_run"))))
     cv = tr.get("curves_verdict")
-    boxes.append(_box(c, "formal_training", cv == "pass", c.val(f"compare_loss_curves verdict: {cv}", wf.get("loss_curves").command)
+    boxes.append(_box(c, "formal_training", cv in ("pass", "match", "identical"), c.val(f"compare_loss_curves verdict: {cv}", wf.get("loss_curves").command)
                       if cv else c.gap(wf.get("loss_curves"))))
     ev = attested("full_accuracy")
     boxes.append(_box(c, "full_accuracy", ev is not None, ev or c.na("no full-accuracy evaluation result; attest it with "
