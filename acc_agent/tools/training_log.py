@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from acc_agent.models.common import Evidence, ToolInput
+from acc_agent.models.common import CsvStrs, Evidence, ToolInput
 from acc_agent.models.training import MetricPoint, ParseTrainingLogOutput, RunSummary, StepRange
 from acc_agent.registry import tool
 
@@ -34,7 +34,7 @@ class ParseTrainingLogInput(ToolInput):
     log: Path = Field(description="Training log: text (Megatron/MindSpeed, mmcv/mmengine, MindSpore, timm, HF printed dicts), JSON (trainer_state.json, Megatron golden values, MindSpeed baseline), JSON lines or CSV.")
     format: str | None = Field(default=None, description="Force a format by name instead of detecting it (e.g. megatron, hf_trainer_state, mmcv).")
     run: int | None = Field(default=None, ge=0, description="Which run of the file to return series for (default: the one with the most loss points).")
-    metrics: list[str] | None = Field(default=None, description="Only return these canonical metrics (default: all).")
+    metrics: CsvStrs | None = Field(default=None, description="Only return these canonical metrics, comma-separated (default: all).")
 
 
 def run_summary(run: object) -> RunSummary:

@@ -47,6 +47,7 @@ class MmcvText(LogFormat):
 
     def parse(self, source: LogSource) -> Iterator[Record]:
         global_step = 0
+        per_epoch = 0
         for lineno, line in source.lines():
             if "Epoch" not in line and "Iter" not in line:
                 continue
@@ -55,6 +56,7 @@ class MmcvText(LogFormat):
                 if m.group(1) is not None:
                     epoch, i, n = int(m.group(1)), int(m.group(2)), int(m.group(3))
                     global_step = (epoch - 1) * n + i
+                    per_epoch = n
                     yield Record(line=lineno, values=mm_pairs(line[m.end() :], False), step=global_step, epoch=float(epoch))
                 else:
                     global_step = int(m.group(4))
@@ -62,7 +64,9 @@ class MmcvText(LogFormat):
                 continue
             v = _VAL.search(line)
             if v is not None:
-                values = {k: x for k, x in mm_pairs(line[v.end() :], True).items() if not k.endswith("_ms")}
+                values = {k: x for k, x in mm_pairs(line[v.end() :], True).items() if not k.endswith("_ms") and k != "eval_memory_mb"}
                 if values:
                     epoch_val = float(v.group(1)) if v.group(1) else None
-                    yield Record(line=lineno, values=values, kind="eval", step=global_step or None, epoch=epoch_val)
+                    # evaluation runs after the epoch: place it at the epoch's last iteration
+                    step = int(epoch_val) * per_epoch if epoch_val and per_epoch else (int(v.group(2)) if v.group(2) else global_step)
+                    yield Record(line=lineno, values=values, kind="eval", step=step or None, epoch=epoch_val)

@@ -28,6 +28,7 @@ class MmengineText(LogFormat):
 
     def parse(self, source: LogSource) -> Iterator[Record]:
         global_step = 0
+        per_epoch = 0
         for lineno, line in source.lines():
             if "(train)" in line:
                 m = _TRAIN.search(line)
@@ -36,6 +37,7 @@ class MmengineText(LogFormat):
                 if m.group(1) is not None:
                     epoch, i, n = int(m.group(1)), int(m.group(2)), int(m.group(3))
                     global_step = (epoch - 1) * n + i
+                    per_epoch = n
                     yield Record(line=lineno, values=mm_pairs(line[m.end() :], False), step=global_step, epoch=float(epoch))
                 else:
                     global_step = int(m.group(4))
@@ -44,9 +46,11 @@ class MmengineText(LogFormat):
                 v = _VAL.search(line)
                 if v is None:
                     continue
-                values = {k: x for k, x in mm_pairs(line[v.end() :], True).items() if not k.endswith("_ms")}
+                values = {k: x for k, x in mm_pairs(line[v.end() :], True).items() if not k.endswith("_ms") and k != "eval_memory_mb"}
                 if v.group(1) == "test":
                     values = {"eval_test_" + k[5:]: x for k, x in values.items()}
                 if values:
                     val_epoch = float(v.group(2)) if v.group(2) else None
-                    yield Record(line=lineno, values=values, kind="eval", step=global_step or None, epoch=val_epoch)
+                    # evaluation runs after the epoch: place it at the epoch's last iteration
+                    step = int(val_epoch) * per_epoch if val_epoch and per_epoch else global_step
+                    yield Record(line=lineno, values=values, kind="eval", step=step or None, epoch=val_epoch)
