@@ -298,7 +298,7 @@ def _drop_nested_nulls(value: Any, annotation: Any) -> Any:
     target = _model_of(annotation)
     if isinstance(target, tuple) and isinstance(value, list):
         return [_drop_nested_nulls(v, target[1]) for v in value]
-    if isinstance(target, type) and isinstance(value, dict):
+    if isinstance(target, type) and issubclass(target, BaseModel) and isinstance(value, dict):
         fields = target.model_fields
         return {
             k: _drop_nested_nulls(v, fields[k].annotation) if k in fields else v
