@@ -112,3 +112,21 @@ def test_invalid_project_never_tracebacks() -> None:
     with pytest.raises(Exception) as exc:
         parse_project("project: {name: x}\nmodel: {name: m, target_precision: int4}\n")
     assert "line 2, field model.target_precision" in str(exc.value)
+
+
+def test_saved_results_are_validated_and_used(tmp_path: Path, demo_wf: WorkflowResult) -> None:
+    import json
+
+    dumps = demo_wf.get("dumps")
+    if not dumps.ok:
+        pytest.skip(f"compare_dumps not available here: {dumps.reason}")
+    (tmp_path / "good.json").write_text(json.dumps(dumps.output), encoding="utf-8")
+    (tmp_path / "bad.json").write_text(json.dumps({"verdict": "pass", "summary": "x"}), encoding="utf-8")
+    text = "project: {{name: saved}}\nmodel: {{name: m}}\nartefacts:\n  results: {{dumps: {f}}}\n"
+    for name, status in (("good.json", "saved"), ("bad.json", "error")):
+        (tmp_path / "mig.yaml").write_text(text.format(f=name), encoding="utf-8")
+        wf = run_workflow(load_project(tmp_path / "mig.yaml"))
+        assert wf.get("dumps").status == status
+    assert "is not a compare_dumps result" in wf.get("dumps").reason
+    compare = render_text(wf, "en")["Compare"]
+    assert "N/A — saved result bad.json is not a compare\\_dumps result" in compare
