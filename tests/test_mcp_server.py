@@ -176,3 +176,19 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
     for line in lines:
         assert json.loads(line)["jsonrpc"] == "2.0"
     assert json.loads(lines[0])["result"]["serverInfo"]["name"] == "acc-agent"
+
+
+def test_normal_cli_path_does_not_import_the_mcp_sdk() -> None:
+    """The SDK costs ≈0.7 s to import: only `acc-agent mcp` (and `schema --format mcp`) may load it."""
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from acc_agent.cli import build_app\n"
+        "build_app()\n"
+        "loaded = sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'acc_agent.mcp_server')))\n"
+        "print(','.join(loaded))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "", f"imported on the normal CLI path: {proc.stdout.strip()}"
