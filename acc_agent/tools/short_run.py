@@ -249,11 +249,15 @@ def _repeat_rule(params: JudgeShortRunInput, out: JudgeShortRunOutput, run: obje
             window=out.window, band=params.band, verdict=out.verdict, relative_drop=out.relative_drop,
             judged_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
-        record_path.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"records": [r.model_dump() for r in records] + [rec.model_dump()]}
-        tmp = record_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(record_path)
+        payload = {"records": [r.model_dump(mode="json") for r in records] + [rec.model_dump(mode="json")]}
+        try:
+            record_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = record_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
+            tmp.replace(record_path)
+        except OSError as exc:
+            out.repeat_check = f"pass NOT recorded: cannot write {record_path} ({exc.strerror or exc}); pass --record-file to a writable place"
+            return
         out.repeat_check = f"pass recorded in {record_path} (configuration from {source})"
     else:
         out.repeat_check = f"no earlier pass of this configuration in {record_path}"
