@@ -89,6 +89,30 @@ def device_sync(kind: str = "auto") -> tuple[Sync, str]:
     raise ValueError(f"unknown sync kind {kind!r}")
 
 
+class _StageBlock:
+    """One timed stage: sync, clock on enter; sync, clock, accumulate on exit (a class, not a generator,
+    because this sits inside user loops and ``@contextmanager`` costs several microseconds)."""
+
+    __slots__ = ("timer", "name", "start")
+
+    def __init__(self, timer: StageTimer, name: str) -> None:
+        self.timer = timer
+        self.name = name
+        self.start = 0
+
+    def __enter__(self) -> None:
+        timer = self.timer
+        timer.sync()
+        self.start = timer.clock()
+
+    def __exit__(self, *exc: object) -> None:
+        timer = self.timer
+        timer.sync()
+        elapsed = timer.clock() - self.start
+        current = timer._current
+        current[self.name] = current.get(self.name, 0) + elapsed
+
+
 class StageTimer:
     """Collects per-stage durations (ns) for one measurement; sync before every timestamp."""
 
@@ -100,16 +124,8 @@ class StageTimer:
         self.durations: dict[str, list[int]] = {}
         self._current: dict[str, int] = {}
 
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        self.sync()
-        start = self.clock()
-        try:
-            yield
-        finally:
-            self.sync()
-            elapsed = self.clock() - start
-            self._current[name] = self._current.get(name, 0) + elapsed
+    def stage(self, name: str) -> _StageBlock:
+        return _StageBlock(self, name)
 
     def end_iteration(self, keep: bool) -> None:
         """Close one iteration: stages entered several times in it are summed; warm-up is dropped."""
@@ -119,18 +135,26 @@ class StageTimer:
         self._current = {}
 
 
+class _NullBlock:
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NULL = _NullBlock()
 _ACTIVE: contextvars.ContextVar[StageTimer | None] = contextvars.ContextVar("acc_agent_stage_timer", default=None)
 
 
-@contextmanager
-def stage(name: str) -> Iterator[None]:
-    """Time the enclosed block as stage ``name`` when a measurement is running; otherwise do nothing."""
+def stage(name: str) -> _StageBlock | _NullBlock:
+    """Time the enclosed ``with`` block as stage ``name`` when a measurement is running; else do nothing."""
     timer = _ACTIVE.get()
     if timer is None:
-        yield
-        return
-    with timer.stage(name):
-        yield
+        return _NULL
+    return _StageBlock(timer, name)
 
 
 @contextmanager
