@@ -16,6 +16,7 @@ Accepted:
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -127,17 +128,12 @@ class Dump:
 
     def nbytes(self) -> int:
         """Bytes of tensor data on disk (for choosing parallelism and for reports)."""
-        total = 0
-        for e in self.entries:
-            try:
-                p = self.path_of(e.name)
-            except AccAgentError:
-                continue
-            if p is not None and e.container_key is None and p.is_file():
-                total += p.stat().st_size
-        if self.kind in ("npz", "safetensors") and self.source.is_file():
-            total = self.source.stat().st_size
-        return total
+        if self.data_dir is None:
+            return self.source.stat().st_size if self.source.is_file() else 0
+        if not self.data_dir.is_dir():
+            return 0
+        with os.scandir(self.data_dir) as it:
+            return sum(e.stat().st_size for e in it if e.is_file(follow_symlinks=False))
 
 
 @dataclass
@@ -219,7 +215,10 @@ def _parse_msprobe(dump_json: Path) -> Dump:
             for name, leaf in _walk(value, prefix):
                 data_name = leaf.get("data_name")
                 if isinstance(data_name, str) and data_name not in ("", "-1"):
-                    row_name = data_name.rsplit(".", 1)[0] if "." in data_name else data_name
+                    # msprobe names a row by its file name; a name with a path in it is kept as the
+                    # data_name (and refused on load) but the row keeps its structural name.
+                    plain = not any(c in data_name for c in "/\\") and not data_name.startswith("..")
+                    row_name = data_name.rsplit(".", 1)[0] if plain and "." in data_name else name
                 else:
                     data_name = None
                     row_name = name
@@ -264,8 +263,10 @@ def _fill_npy_header(entry: DumpEntry, path: Path) -> None:
     """dtype and shape from the .npy header, without reading data (errors surface on load)."""
     try:
         with path.open("rb") as fh:
-            version = np.lib.format.read_magic(fh)
-            shape, _, dtype = np.lib.format._read_array_header(fh, version)  # type: ignore[attr-defined]
+            fmt = np.lib.format
+            version = fmt.read_magic(fh)
+            reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, _, dtype = reader(fh)
         entry.dtype = normalize_dtype(str(dtype))
         entry.shape = [int(s) for s in shape]
     except Exception:  # noqa: BLE001 - header problems are reported when the tensor is loaded

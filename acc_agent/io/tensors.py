@@ -19,6 +19,9 @@ import numpy as np
 
 from acc_agent.errors import AccAgentError
 
+#: Smaller .npy files are read whole: mapping them costs more system calls than it saves.
+MMAP_MIN_BYTES = 1 << 20
+
 TENSOR_SUFFIXES = (".npy", ".npz", ".pt", ".pth", ".bin", ".safetensors")
 
 # safetensors dtype codes -> numpy dtype names (bf16/fp8 resolved through ml_dtypes).
@@ -77,8 +80,10 @@ def read_npy(path: Path, *, mmap: bool = True) -> np.ndarray:
         raise missing_file(path) from None
     except ValueError as exc:
         text = str(exc)
-        if "allow_pickle" in text or "Object arrays" in text:
+        if "Python objects" in text or "Object arrays" in text:
             raise _pickle_refused(path, "object dtype array") from None
+        if "pickled" in text or "allow_pickle" in text:
+            raise _pickle_refused(path, "not a .npy array but a pickle stream") from None
         if mmap and "mmap" in text:
             raise _corrupt(path, "the data is shorter than its header says (truncated)") from None
         raise _corrupt(path, text) from None
@@ -230,7 +235,11 @@ def read_tensor(path: str | Path, key: str | None = None) -> np.ndarray:
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == ".npy":
-        return read_npy(p)
+        try:
+            small = p.stat().st_size < MMAP_MIN_BYTES
+        except OSError:
+            small = False
+        return read_npy(p, mmap=not small)
     if suffix == ".npz":
         if key is None:
             keys = npz_keys(p)
@@ -279,6 +288,8 @@ def safe_join(base: Path, name: str) -> Path:
             path=str(base),
         )
     full = base / rel
+    if len(rel.parts) == 1 and not full.is_symlink():
+        return full  # a plain file directly in base: nothing to resolve (the common, fast case)
     try:
         resolved = full.resolve()
         if not resolved.is_relative_to(base.resolve()):
