@@ -3,7 +3,8 @@
 Seen in the wild: ``epoch: 1 step: 100, loss is 4.5141``;
 ``epoch: [1/90] loss: 1.082604, epoch time: 40.559 s, per step time: 207.995 ms``;
 ``epoch: [0/1] step: [20/5004], loss is 7.078993Epoch time: 3438.972 ms, fps: 1488 img/sec.`` (no
-separator after the number); ``epoch time: 1234.5 ms, per step time: 12.3 ms`` on its own line.
+separator after the number); ``epoch time: 1234.5 ms, per step time: 12.3 ms`` on its own line; evaluation results printed as
+``============== {'Accuracy': 0.9663} ==============`` or ``result:{'top_1_accuracy': 0.7622}``.
 ``LossMonitor`` prints the step inside the epoch, so the global step is rebuilt from the epoch
 length (printed ``[i/N]``, else the largest step seen in the previous epoch).
 """
@@ -21,7 +22,11 @@ _HEAD = re.compile(r"\bepoch:?\s*(?:\[(\d+)/(\d+)\]|(\d+))[,\s]*(?:step:?\s*(?:\
 _LOSS = re.compile(r"\bloss(?: is|:|=)\s*\(?\s*(?:Tensor\(shape=\[\], dtype=\w+, value=\s*)?" + _NUM)
 _STEP_TIME = re.compile(r"per step time:?\s*" + _NUM + r"\s*(ms|s)\b", re.I)
 _EPOCH_TIME = re.compile(r"epoch time:?\s*" + _NUM + r"\s*(ms|s)\b", re.I)
+_RESULT = re.compile(r"\{'([A-Za-z_0-9]*(?:acc|Acc|loss|Loss|mAP|top)[A-Za-z_0-9]*)':\s*" + _NUM + r"[^}]*\}")
 _FPS = re.compile(r"\bfps:?\s*" + _NUM, re.I)
+
+
+RESULT_GAP_LINES = 50
 
 
 def _ms(value: str, unit: str) -> float:
@@ -44,7 +49,17 @@ class MindSporeText(LogFormat):
         max_in_epoch: dict[int, int] = {}
         last_step: int | None = None
         zero_based = False
+        last_line = 0
         for lineno, line in source.lines():
+            if line.startswith(("```", "#")):
+                last_line = -RESULT_GAP_LINES  # a markdown fence or heading ends the run's context
+                continue
+            if "{'" in line and ("result" in line.lower() or "====" in line or "ccuracy" in line):
+                found = {"eval_" + k.lower(): float(v) for k, v in _RESULT.findall(line)}
+                # only a result printed right after training belongs to that run (READMEs list unrelated results)
+                if found and last_step is not None and lineno - last_line <= RESULT_GAP_LINES:
+                    yield Record(line=lineno, values=found, kind="eval", step=last_step)
+                continue
             if "poch" not in line and "step time" not in line:
                 continue
             values: dict[str, float] = {}
@@ -79,4 +94,5 @@ class MindSporeText(LogFormat):
             base = epoch if zero_based else epoch - 1
             step = max(base, 0) * length + inner
             last_step = step
+            last_line = lineno
             yield Record(line=lineno, values=values, step=step, epoch=float(epoch))
