@@ -16,7 +16,7 @@ from typing import Any
 from acc_agent.registry import all_tools, call_tool
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "agents"))
-from make_dump import write_dump_pair  # noqa: E402
+from make_dump import write_dump_pair, write_repeat  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 LOGS = SHARED / "realdata" / "logs"
@@ -142,7 +142,15 @@ def _select_baseline(tmp: Path) -> dict[str, Any]:
     }
 
 
+def _detect_nondeterminism(tmp: Path) -> dict[str, Any]:
+    """Two runs of the same dump; from tensor 3 on one element moved by one ULP."""
+    run_a, _ = write_dump_pair(tmp / "repeat", rows=6)
+    run_b = write_repeat(run_a, tmp / "repeat" / "run_b", differ_from=3)
+    return {"run_a": str(run_a), "run_b": str(run_b)}
+
+
 SAMPLES: dict[str, Sample] = {
+    "detect_nondeterminism": _detect_nondeterminism,
     "select_baseline": _select_baseline,
     "compare_run_configs": _compare_run_configs,
     "compare_tensors": _compare_tensors,
