@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+
+import pytest
+
 from acc_agent.timing import StageTimer, active_timer, device_sync, run_iterations, stage
 
 WORK_NS = 5_000_000  # each launched kernel runs 5 ms on the fake device
@@ -100,3 +104,64 @@ def test_auto_sync_is_a_noop_without_an_initialised_device() -> None:
     assert text.startswith("none")
     _, text = device_sync("none")
     assert "disabled" in text
+
+
+class _FakeCuda:
+    """torch.cuda stand-in whose kernels finish 2 ms after launch (real clock); counts syncs."""
+
+    def __init__(self) -> None:
+        self.busy_until = 0.0
+        self.syncs = 0
+        self.peak = 0
+
+    def is_available(self) -> bool:
+        return True
+
+    def is_initialized(self) -> bool:
+        return True
+
+    def launch(self) -> None:
+        import time
+
+        self.busy_until = max(time.perf_counter(), self.busy_until) + 0.002
+        self.peak = 3 * 2**20
+
+    def synchronize(self) -> None:
+        import time
+
+        self.syncs += 1
+        while time.perf_counter() < self.busy_until:
+            pass
+
+    def reset_peak_memory_stats(self) -> None:
+        self.peak = 0
+
+    def max_memory_allocated(self) -> int:
+        return self.peak
+
+
+FAKE_CUDA = _FakeCuda()
+
+
+def fake_kernel(_batch_size: int) -> None:
+    FAKE_CUDA.launch()
+
+
+def test_measure_performance_detects_the_device_and_syncs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the real tool path: auto sync finds the (fake) CUDA device; without sync the p50 is wrong."""
+    import types
+
+    from acc_agent.registry import call_tool
+
+    fake_torch = types.SimpleNamespace(cuda=FAKE_CUDA, __version__="fake")
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    args = {"callable": f"{__name__}:fake_kernel", "warmup": 2, "iterations": 10}
+    synced = call_tool("measure_performance", args)
+    r = synced.results[0]
+    assert "torch.cuda.synchronize" in (synced.settings.synchronisation if synced.settings else "")
+    assert min(r.samples_ms) >= 2.0  # every interval contains the whole kernel (more only if the host was preempted)
+    assert FAKE_CUDA.syncs >= 2 * 10
+    assert r.device_max_allocated_mb == 3.0
+    FAKE_CUDA.synchronize()
+    unsynced = call_tool("measure_performance", {**args, "sync": "none"})
+    assert (unsynced.results[0].p50_ms or 1) < 0.5  # only the launch was timed: confidently wrong
