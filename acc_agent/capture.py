@@ -53,10 +53,12 @@ class DumpCapture:
 
     ``include``/``exclude`` are fnmatch patterns matched against the module path (``encoder.layer.0``)
     and against the full msprobe key (``Module.encoder.layer.0.BertLayer.forward.0``); with
-    ``include`` empty every module is kept. ``max_bytes`` caps the tensor data written: tensors
-    beyond the cap keep their statistics in ``dump.json`` but get no ``data_name`` (and are listed in
+    ``include`` empty every module is kept. ``max_bytes`` caps the tensor data written: from the first tensor that
+    does not fit on, tensors keep their statistics in ``dump.json`` but get no ``data_name`` (and are listed in
     the report), so a large model can be captured selectively instead of filling the disk.
-    ``root_name`` names the top-level module, whose path is otherwise empty.
+    Like msprobe's L0 dump, the top-level module itself is not recorded unless ``include_root``; turn it on
+    to record the model's own inputs (what preprocessing produced) and final outputs, named
+    ``Module.{root_name}.{Class}.forward.0`` (the diagnosis treats that path as containing every module).
     """
 
     def __init__(
@@ -68,7 +70,7 @@ class DumpCapture:
         exclude: Sequence[str] = (),
         max_bytes: int | None = None,
         root_name: str = "root",
-        include_root: bool = True,
+        include_root: bool = False,
     ) -> None:
         self.model = model
         self.out_dir = Path(out_dir)
@@ -115,7 +117,11 @@ class DumpCapture:
             )
         array = self._to_numpy(tensor)
         size = int(array.nbytes)
-        if self.max_bytes is not None and self.report.bytes_saved + size > self.max_bytes:
+        if self.report.tensors_over_cap or (
+            self.max_bytes is not None and self.report.bytes_saved + size > self.max_bytes
+        ):
+            # once full, stay full: the saved part is a complete prefix of the execution, which is
+            # what a first-divergence walk needs
             self.report.tensors_over_cap.append(data_name)
             return leaf
         file_name = data_name + ".npy"

@@ -96,12 +96,12 @@ def cnn_dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "bf16_leaky_relu_b1": (lambda m: _leaky_relu_in_block(m, 1), torch.bfloat16, False),
     }
     for name, (net, x) in variants.items():
-        capture_forward(net, root / name, args=(x,))
+        capture_forward(net, root / name, args=(x,), include_root=True)
     for name, (change, dtype, onednn) in builders.items():
         net = SmallCNN().eval().to(dtype)
         change(net)
         with torch.backends.mkldnn.flags(enabled=onednn):  # another conv back-end, as another device would
-            capture_forward(net, root / name, args=(golden_in.to(dtype),))
+            capture_forward(net, root / name, args=(golden_in.to(dtype),), include_root=True)
     return root
 
 
