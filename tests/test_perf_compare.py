@@ -144,3 +144,20 @@ def test_bad_results_files(tmp_path: Path) -> None:
     not_run.write_text(call_tool("measure_performance", {"requested": False}).model_dump_json())
     out = call_tool("compare_performance", {"baseline": str(not_run), "target": str(good)})
     assert out.verdict == "not_comparable" and "not_executed" in out.summary
+
+
+def test_real_logs_a100_megatron_vs_npu_mindspeed(tmp_path: Path) -> None:
+    """Log-to-log comparison of two real CI runs (GPU A100 and Ascend): numbers trace back to the files."""
+    logs = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "logs"
+    gpu = logs / "NVIDIA-Megatron-LM__gpt3_mcore_te_tp1_pp1_dist_optimizer_no_mmap_bin_files__golden_values_dev_dgx_a100.json"
+    npu = logs / "ascend-MindSpeed-LLM__tests_st_baseline_results__qwen3_8b_tp2_pp4_vpp2.json"
+    for log, name in ((gpu, "b.json"), (npu, "t.json")):
+        call_tool("measure_performance", {"from_log": str(log), "batch_sizes": [8], "out": str(tmp_path / name)})
+    out = call_tool("compare_performance", {"baseline": str(tmp_path / "b.json"), "target": str(tmp_path / "t.json")})
+    gpu_ms = [v * 1000 for v in json.loads(gpu.read_text())["iteration-time"]["values"].values()]
+    npu_ms = json.loads(npu.read_text())["time info"]
+    row = out.rows[0]
+    assert row.baseline_ms == pytest.approx(float(np.median(gpu_ms[1:])))  # first step: warm-up, excluded
+    assert row.target_ms == pytest.approx(float(np.median(npu_ms[1:])))
+    assert row.ci_low is not None and row.ci_low < row.ratio < (row.ci_high or 0)
+    assert out.verdict == "not_met" and any("iterations differs" in m for m in out.mismatches)

@@ -130,6 +130,8 @@ def test_timings_from_a_real_mindspeed_log() -> None:
     r = out.results[0]
     assert logged[0] > 3 * logged[1]  # the real first step is a warm-up outlier ...
     assert r.warmup == 1 and r.iterations == len(logged) - 1  # ... detected and excluded, and said so
+    assert r.batch_size == 16 and [x.batch_size for x in out.results] == [16]  # no batch 1 invented for a log
+    assert r.scope == "training_step" and out.settings.scope == "training_step"
     assert r.p50_ms == pytest.approx(float(np.percentile(logged[1:], 50)))
     assert "not repeated" in (r.warmup_detection.reason if r.warmup_detection else "")
     assert any(e.ref == str(MINDSPEED) for e in out.evidence)

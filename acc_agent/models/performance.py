@@ -15,11 +15,12 @@ from pydantic import BaseModel, Field
 
 from acc_agent.models.common import CsvInts, ToolInput, ToolOutput
 
-Scope = Literal["end_to_end", "device_only", "segmented"]
+Scope = Literal["end_to_end", "device_only", "segmented", "training_step"]
 SCOPE_TEXT: dict[str, str] = {
     "end_to_end": "end-to-end: from input ready to output ready, including pre/post-processing in the timed call",
     "device_only": "device-only: model execution on the device, excluding Python pre/post-processing",
     "segmented": "segmented: end-to-end, with per-stage timings (preprocess / inference / postprocess / IO)",
+    "training_step": "training step: one optimizer iteration (forward + backward + update) as timed by the training framework",
 }
 
 
@@ -127,7 +128,11 @@ class MeasurePerformanceInput(ToolInput):
     batch_sizes: CsvInts = Field(default=[1], description="Batch sizes to measure; 1 is always added (seed §7.2).")
     warmup: int = Field(default=10, ge=0, description="Untimed warm-up iterations per batch size (default 10).")
     iterations: int = Field(default=100, ge=1, description="Timed iterations per batch size (default 100).")
-    scope: Scope = Field(default="end_to_end", description="What the timed call covers.")
+    scope: Scope | None = Field(
+        default=None,
+        description="What the timed call covers: end_to_end, device_only, segmented (with stages) or training_step. "
+        "Default: training_step for --from-log, end_to_end otherwise.",
+    )
     throughput_unit: Literal["samples", "requests"] = Field(
         default="samples", description="samples: batch_size / latency; requests: 1 / latency."
     )

@@ -78,7 +78,7 @@ def _template(p: MeasurePerformanceInput) -> str:
     batches = ",".join(str(b) for b in _batches(p.batch_sizes)[0]) if p.batch_sizes != [1] else "1,<target batch>"
     return (
         f"acc-agent measure-performance {what} --batch-sizes {batches} --warmup {max(p.warmup, 10)} "
-        f"--iterations {max(p.iterations, 100)} --scope {p.scope} --out perf_<npu|gpu>.json --json"
+        f"--iterations {max(p.iterations, 100)} --scope {p.scope or 'end_to_end'} --out perf_<npu|gpu>.json --json"
     )
 
 
@@ -176,7 +176,7 @@ def _stats(
     return BatchResult(
         batch_size=bs,
         status="ok",
-        scope=p.scope,
+        scope=p.scope or "end_to_end",
         warmup=warmup,
         iterations=len(ms),
         p50_ms=s.p50,
@@ -196,7 +196,7 @@ def _stats(
 
 
 def _error_row(bs: int, p: MeasurePerformanceInput, message: str) -> BatchResult:
-    return BatchResult(batch_size=bs, status="error", error=message, scope=p.scope, warmup=p.warmup,
+    return BatchResult(batch_size=bs, status="error", error=message, scope=p.scope or "end_to_end", warmup=p.warmup,
                        iterations=0, throughput_unit=f"{p.throughput_unit}/s")
 
 
@@ -397,7 +397,13 @@ def measure_performance(params: MeasurePerformanceInput) -> MeasurePerformanceOu
                             hint="Measure each target in its own run, then compare the results files.")
     if params.setup and not params.callable:
         raise AccAgentError("invalid_setup", "--setup only applies to --callable", hint="Drop --setup or add --callable.")
-    batches, batch_note = _batches(params.batch_sizes)
+    if params.scope is None:
+        params = params.model_copy(update={"scope": "training_step" if params.from_log else "end_to_end"})
+    if params.from_log:
+        batches, batch_note = list(dict.fromkeys(params.batch_sizes)), None
+        _batches(batches)  # validates >= 1
+    else:
+        batches, batch_note = _batches(params.batch_sizes)
     trigger, missing = _trigger(params)
     if trigger is None or not targets:
         reason = (
@@ -438,11 +444,12 @@ def measure_performance(params: MeasurePerformanceInput) -> MeasurePerformanceOu
         notes.append(f"warmup {params.warmup} is below the 10 that seed §7.2 recommends")
     if params.iterations < 100 and source != "log":
         notes.append(f"iterations {params.iterations} is below the 100 that seed §7.2 recommends; p95/p99 are less stable")
+    scope = params.scope or "end_to_end"
     settings = MeasurementSettings(
         source=source,
         target=target,
-        scope=params.scope,
-        scope_description=SCOPE_TEXT[params.scope],
+        scope=scope,
+        scope_description=SCOPE_TEXT[scope],
         batch_sizes=batches,
         warmup=rows[0].warmup if source == "log" and rows else params.warmup,
         warmup_reason=warmup_reason,
