@@ -149,33 +149,56 @@ def test_mcp_server_lists_calls_and_survives_1000_calls(tmp_path: Path) -> None:
     assert growth_mib < 10, f"server memory grew {growth_mib:.1f} MiB between call 100 and call 1000"
 
 
-def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
-    """Anything but JSON-RPC on stdout would break the client; the SDK client fails loudly on it."""
+def test_raw_protocol_garbage_is_survived_and_stdout_stays_pure(tmp_path: Path) -> None:
+    """Below the SDK client: a line that is not JSON, bad params, an unknown method; stdout holds JSON-RPC only."""
+    import queue
     import subprocess
+    import threading
 
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
-    proc = subprocess.run(
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        "this is not json",
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x", "arguments": "not an object"}},
+        {"jsonrpc": "2.0", "id": 3, "method": "no/such/method"},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "no_such_tool", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": 99, "method": "tools/list"},
+    ]  # fmt: skip
+    proc = subprocess.Popen(
         [sys.executable, "-m", "acc_agent", "mcp"],
-        input=json.dumps(init) + "\n",
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
-        timeout=60,
         env=dict(os.environ) | {"ACC_AGENT_RESULTS_DIR": str(tmp_path)},
     )
-    lines = [line for line in proc.stdout.splitlines() if line.strip()]
-    assert lines, proc.stderr
-    for line in lines:
-        assert json.loads(line)["jsonrpc"] == "2.0"
-    assert json.loads(lines[0])["result"]["serverInfo"]["name"] == "acc-agent"
+    assert proc.stdin is not None and proc.stdout is not None
+    out: queue.Queue[str] = queue.Queue()
+    stdout = proc.stdout
+    threading.Thread(target=lambda: [out.put(line) for line in stdout], daemon=True).start()
+    try:
+        proc.stdin.write("\n".join(m if isinstance(m, str) else json.dumps(m) for m in lines) + "\n")
+        proc.stdin.flush()
+        answers: dict[int, dict[str, Any]] = {}
+        deadline = time.monotonic() + 60
+        while 99 not in answers and time.monotonic() < deadline:
+            try:
+                message = json.loads(out.get(timeout=1))  # anything but JSON-RPC on stdout fails here
+            except queue.Empty:
+                continue
+            assert message["jsonrpc"] == "2.0"
+            answers[message["id"]] = message
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    assert answers[1]["result"]["serverInfo"]["name"] == "acc-agent"
+    assert answers[2]["error"]["code"] == -32602
+    assert answers[3]["error"]["code"] == -32601
+    assert answers[4]["result"]["isError"] is True
+    assert answers[4]["result"]["structuredContent"]["error"]["code"] == "unknown_tool"
+    assert {t["name"] for t in answers[99]["result"]["tools"]} == set(all_tools())
+    assert proc.returncode == 0
 
 
 def test_normal_cli_path_does_not_import_the_mcp_sdk() -> None:
