@@ -121,12 +121,16 @@ def test_missing_input_file_is_a_structured_error(tmp_path: Path) -> None:
     assert err.value.code == "file_not_found" and "nope.txt" in err.value.message and err.value.hint
 
 
-def test_live_machine_probe_runs_and_fails_without_npu() -> None:
-    """This CI machine has torch (CPU) and no torch_npu: the probe must say so, in a child process."""
+def test_live_machine_probe_runs_in_a_child_process() -> None:
+    """On the live machine the probe runs by default; without torch_npu it must fail and say where."""
+    import importlib.util
+
     out = call_tool("check_environment", {"probe_timeout_s": 120})
     probe = next(c for c in out.checks if c.name == "device_probe")
-    assert probe.status == "fail" and out.verdict == "manual_stop"
-    assert out.probe is not None and out.probe["status"] in ("error", "timeout")
+    assert out.probe is not None and out.probe["elapsed_s"] is not None
+    if importlib.util.find_spec("torch_npu") is None:  # the CI machines: CPU torch only
+        assert probe.status == "fail" and out.verdict == "manual_stop"
+        assert out.probe["status"] == "error" and "torch_npu" in str(out.probe.get("error"))
 
 
 def test_probe_timeout_is_reported() -> None:

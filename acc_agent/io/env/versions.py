@@ -56,20 +56,26 @@ def read_key_values(path: Path, max_bytes: int = 65536) -> dict[str, str]:
     return out
 
 
+def _shown(root: Path, absolute: str) -> str:
+    """How a path is named in messages: as on disk, i.e. with the --root prefix when there is one."""
+    return str(root / absolute.lstrip("/"))
+
+
 def read_version_file(root: Path, rel: str, key: str = "Version") -> VersionFile:
     display = "/" + rel.lstrip("/")
+    shown = _shown(root, rel)
     path = under_root(root, rel)
     if path is None:
-        return VersionFile(None, display, {}, f"{display} resolves outside {root}; not followed")
+        return VersionFile(None, display, {}, f"{shown} resolves outside {root}; not followed")
     if not path.is_file():
-        return VersionFile(None, display, {}, f"{display} not found")
+        return VersionFile(None, display, {}, f"{shown} not found")
     try:
         fields = read_key_values(path)
     except OSError as exc:
-        return VersionFile(None, display, {}, f"{display} unreadable: {exc.strerror}")
+        return VersionFile(None, display, {}, f"{shown} unreadable: {exc.strerror}")
     version = fields.get(key) or fields.get(key.lower())
     if not version:
-        return VersionFile(None, display, fields, f"{display} has no {key}= line")
+        return VersionFile(None, display, fields, f"{shown} has no {key}= line")
     return VersionFile(version, display, fields)
 
 
@@ -98,7 +104,8 @@ def find_toolkit(root: Path, env: dict[str, str]) -> VersionFile:
             if m:
                 return VersionFile(m.group(1), home.rstrip("/") + "/version.cfg", {})
         tried.append(home)
-    return VersionFile(None, ", ".join(tried), {}, "no ascend_toolkit_install.info or version.cfg under " + ", ".join(tried))
+    places = ", ".join(_shown(root, t) for t in tried)
+    return VersionFile(None, ", ".join(tried), {}, "no ascend_toolkit_install.info or version.cfg under " + places)
 
 
 def find_set_env(root: Path) -> str | None:
