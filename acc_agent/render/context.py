@@ -245,9 +245,9 @@ def build_golden(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         mae = _finite(dig(erow, "max_abs_err")) if erow else None
         rows.append([
             code(key),
-            c.val(gsum, p.artefacts.golden_outputs) if gsum else c.na("golden outputs not readable"),
-            c.val(tsum, p.artefacts.target_outputs) if tsum else c.na("target outputs missing", ""),
-            c.val(mae, r.command) if mae is not None else (c.gap(r) if not r.ok else c.na("not computed for this output")),
+            c.val(gsum) if gsum else c.na("golden outputs not readable"),
+            c.val(tsum) if tsum else c.na("target outputs missing", ""),
+            c.val(mae) if mae is not None else (c.gap(r) if not r.ok else c.na("not computed for this output")),
         ])
     verdict = str(r.output.get("verdict")) if r.ok and r.output else None
     nan_free = None
@@ -255,7 +255,11 @@ def build_golden(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         mrows = _metric_rows(r.output)
         if mrows:
             nan_free = all(int(m.get("target_nan") or 0) == 0 and int(m.get("target_inf") or 0) == 0 for m in mrows)
-    return {"rows": rows, "verdict": verdict, "nan_free": nan_free,
+    sources = Markup(", ".join(
+        f"{md_escape(c.t(label))} {code(src)}" for label, src in (("lbl_baseline", p.artefacts.golden_outputs),
+                                                                 ("lbl_npu", p.artefacts.target_outputs),
+                                                                 ("lbl_max_abs", r.command if r.ok else "")) if src))
+    return {"rows": rows, "verdict": verdict, "nan_free": nan_free, "sources": sources,
             "summary": c.val(str(r.output.get("summary", "")), r.command) if r.ok and r.output else c.gap(r)}
 
 
@@ -316,9 +320,9 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     for bs in batches:
         for metric, key, unit in (("p50", "p50_ms", "ms"), ("p95", "p95_ms", "ms"), ("throughput", "throughput", "samples/s")):
             gv, nv = _finite(dig(gpu.get(bs), key)), _finite(dig(npu.get(bs), key))
-            gcell = c.val(f"{fmt_num(gv)} {unit}", p.artefacts.baseline_perf) if gv is not None else (
+            gcell = c.val(f"{fmt_num(gv)} {unit}") if gv is not None else (
                 c.gap(gpu_r) if not gpu_r.ok else c.na(f"batch {bs} not measured"))
-            ncell = c.val(f"{fmt_num(nv)} {unit}", p.artefacts.target_perf) if nv is not None else (
+            ncell = c.val(f"{fmt_num(nv)} {unit}") if nv is not None else (
                 c.gap(npu_r) if not npu_r.ok else c.na(f"batch {bs} not measured"))
             ratio = c.val(f"{fmt_num(nv / gv, 3)}×") if gv and nv is not None else c.na("needs both sides")
             target = c.na("no KPI")
@@ -372,6 +376,9 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         "compare": c.val(f"[{comp.output.get('verdict')}] {comp.output.get('summary', '')}", comp.command)
         if comp.ok and comp.output else c.gap(comp),
         "sources": [x for x in (p.artefacts.baseline_perf, p.artefacts.target_perf) if x],
+        "table_sources": Markup(", ".join(f"{md_escape(c.t(label))} {code(src)}" for label, src in (
+            ("lbl_gpu_baseline", p.artefacts.baseline_perf), ("lbl_npu", p.artefacts.target_perf),
+            ("lbl_target", "mig.yaml thresholds.latency_p50_ms" if kpi is not None else "")) if src)),
     }
 
 

@@ -71,6 +71,12 @@ STRINGS: dict[str, dict[str, str]] = {
     "evidence": {"en": "evidence", "zh": "证据"},
     "why": {"en": "why", "zh": "原因"},
     "fill_with": {"en": "fill with", "zh": "补齐命令"},
+    # table source labels
+    "lbl_baseline": {"en": "baseline:", "zh": "基线："},
+    "lbl_npu": {"en": "NPU:", "zh": "NPU："},
+    "lbl_max_abs": {"en": "max abs error:", "zh": "最大绝对误差："},
+    "lbl_gpu_baseline": {"en": "GPU baseline:", "zh": "GPU 基线："},
+    "lbl_target": {"en": "target:", "zh": "目标："},
     # statuses for Summary
     "st_adapted": {"en": "adapted", "zh": "已适配"},
     "st_conditional": {"en": "conditional", "zh": "有条件适配"},
