@@ -179,3 +179,20 @@ def test_cli_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["check-environment", "--root", str(NPU_910B), "--json"])
     assert exc.value.code == 2 and json.loads(capsys.readouterr().out)["error"]["code"] == "not_a_directory"
+
+
+def test_gpu_baseline_side(tmp_path: Path) -> None:
+    """The GPU machine of the baseline: nvidia-smi recorded, a CPU-only torch build blocks, a bad table is unknown."""
+    smi = FIX / "nvidia_smi" / "tesla_k80_470.txt"
+    args = {"target": "gpu", "root": str(tmp_path), "nvidia_smi_output": str(smi), "env_file": str(ENV_UNSOURCED)}
+    ok = call_tool("check_environment", {**args, "pip_list_output": str(PIP_MISMATCH)})  # torch 1.11.0
+    assert ok.verdict == "auto", ok.summary
+    assert ok.versions["cuda"] == "11.4" and ok.versions["nvidia_driver"] == "470.57.02"
+    assert "driver" not in _status(ok) and "torch_npu" not in _status(ok)  # no Ascend checks on the GPU side
+    cpu_build = call_tool("check_environment", {**args, "pip_list_output": str(PIP_OK)})  # torch 2.7.1+cpu
+    assert cpu_build.verdict == "manual_stop" and _status(cpu_build)["torch_cuda_build"] == "fail"
+    garbled = tmp_path / "smi.txt"
+    garbled.write_text("Failed to initialize NVML: Driver/library version mismatch\n")
+    bad = call_tool("check_environment", {**args, "nvidia_smi_output": str(garbled), "pip_list_output": str(PIP_MISMATCH)})
+    assert bad.verdict == "unknown" and _status(bad)["nvidia_smi"] == "unknown"
+    assert "could not be read" in next(c.reason for c in bad.checks if c.name == "nvidia_smi")

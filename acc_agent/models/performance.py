@@ -125,7 +125,11 @@ class MeasurePerformanceInput(ToolInput):
         default=None,
         description="Take timings from a log (step time / per step time / FPS lines) when the run cannot be repeated.",
     )
-    batch_sizes: CsvInts = Field(default=[1], description="Batch sizes to measure; 1 is always added (seed §7.2).")
+    batch_sizes: CsvInts = Field(
+        default=[1],
+        description="Batch sizes to measure; 1 is added when missing (seed §7.2 wants 1 and the target batch). "
+        "With --from-log, the last entry is the batch size the logged run used.",
+    )
     warmup: int = Field(default=10, ge=0, description="Untimed warm-up iterations per batch size (default 10).")
     iterations: int = Field(default=100, ge=1, description="Timed iterations per batch size (default 100).")
     scope: Scope | None = Field(
