@@ -18,7 +18,6 @@ import json
 import math
 import os
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -106,13 +105,20 @@ def _size(obj: Any) -> int:
 
 
 def write_full_result(tool_name: str, full: dict[str, Any], directory: Path | None = None) -> Path:
-    """Write the complete result where an agent can read it later; the name is unique per content."""
+    """Write the complete result where an agent can read it later.
+
+    The name is the content's hash, so an agent repeating a call does not fill the disk with copies;
+    the write goes through a temporary file so a reader never sees half a result.
+    """
     text = json.dumps(full, ensure_ascii=False, indent=1)
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     folder = directory if directory is not None else results_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{tool_name}-{time.strftime('%Y%m%d-%H%M%S')}-{digest}.json"
-    path.write_text(text, encoding="utf-8")
+    path = folder / f"{tool_name}-{digest}.json"
+    if not path.is_file():
+        tmp = folder / f".{path.name}.{os.getpid()}.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
     return path
 
 

@@ -62,6 +62,9 @@ def test_large_result_fits_budget_keeps_worst_rows_and_writes_full(_results_dir:
         full_path = Path(out["compact"]["full_result"])
         assert full_path.parent == _results_dir
         assert json.loads(full_path.read_text()) == result.model_dump(mode="json")
+        # The same result again reuses the file instead of writing a copy.
+        assert compact_result(spec, result)["compact"]["full_result"] == str(full_path)
+        assert len(list(_results_dir.iterdir())) == 1
         jsonschema.validate(out, compact_output_schema(spec))
 
 
