@@ -149,13 +149,43 @@ def build_baseline(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         origin = "mig.yaml"
     if source not in ("project_log", "gpu_measured", "cpu_log", "na"):
         source = "na"
+    rows26 = _interface_rows(c, p, r)
     return {
         "code": source,
         "label": Markup(f"{code(source)} {md_escape(c.t('src_' + source))}"),
         "log": code(log) if log else c.na("no baseline log" if source != "project_log" else "log path not given"),
         "reason": c.val(reason, origin if origin != "mig.yaml" else "mig.yaml"),
         "quoted": source in ("project_log", "cpu_log"),
+        "rows26": rows26,
     }
+
+
+def _interface_rows(c: Ctx, p: Project, r: SkillResult) -> list[list[Any]]:
+    """Mig_Readme §2.6 rows: the commands in mig.yaml, else the ones select_baseline built, else a gap."""
+    e = p.entry
+    batch = str(p.model.batch_size) if p.model.batch_size else c.t("sc_as_target")
+    weights = e.checkpoint or c.t("sc_as_target")
+    if e.baseline_inference or e.baseline_train:
+        na = c.na("entry.baseline_inference / entry.baseline_train not set in mig.yaml")
+        return [
+            [c.word("sc_gpu_infer"), "GPU", code(e.baseline_inference) if e.baseline_inference else na,
+             f"CUDA_VISIBLE_DEVICES=0, --device cuda, batch {batch}, weights {weights}", c.word("p_inference_acceptance"),
+             c.word("sc_note_infer")],
+            [c.word("sc_gpu_train"), "GPU", code(e.baseline_train) if e.baseline_train else na,
+             f"CUDA_VISIBLE_DEVICES=0, --device cuda, batch {batch}", c.word("p_short_run"), c.word("sc_note_train")],
+            [c.word("sc_cpu"), "CPU", c.word("sc_cpu_entry"), "batch 1", c.word("p_smoke"), c.word("sc_note_cpu")],
+        ]
+    rows = []
+    for row in (r.output or {}).get("commands") or [] if r.ok else []:
+        if isinstance(row, dict):
+            rows.append([c.val(str(row.get("scenario", ""))), c.val(str(row.get("device", ""))),
+                         code(str(row.get("command", ""))), c.val(str(row.get("key_parameters", ""))),
+                         c.val(str(row.get("aligns_with", ""))), c.val(str(row.get("notes", "")))])
+    if rows:
+        return rows
+    why = c.na("no baseline command: set entry.baseline_inference / entry.baseline_train in mig.yaml",
+               r.command if not r.ok else "acc-agent select-baseline . --entry <script>")
+    return [[c.word("sc_gpu_infer"), "GPU", why, why, c.word("p_inference_acceptance"), c.word("sc_note_infer")]]
 
 
 def build_datasets(c: Ctx, p: Project) -> list[list[Markup]]:

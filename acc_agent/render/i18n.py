@@ -77,6 +77,15 @@ STRINGS: dict[str, dict[str, str]] = {
     "lbl_max_abs": {"en": "max abs error:", "zh": "最大绝对误差："},
     "lbl_gpu_baseline": {"en": "GPU baseline:", "zh": "GPU 基线："},
     "lbl_target": {"en": "target:", "zh": "目标："},
+    # Mig_Readme §2.6 rows
+    "sc_gpu_infer": {"en": "GPU inference baseline (default)", "zh": "GPU 推理基线（默认）"},
+    "sc_gpu_train": {"en": "GPU training baseline", "zh": "GPU 训练基线"},
+    "sc_cpu": {"en": "CPU (optional)", "zh": "CPU（可选）"},
+    "sc_cpu_entry": {"en": "same entry with --device cpu", "zh": "同一入口加 --device cpu"},
+    "sc_note_infer": {"en": "latency and golden outputs", "zh": "时延与 golden 输出"},
+    "sc_note_train": {"en": "same window as §5.3", "zh": "与 §5.3 同一窗口"},
+    "sc_note_cpu": {"en": "only when the project asks for it", "zh": "仅在项目要求时"},
+    "sc_as_target": {"en": "as target", "zh": "与目标侧相同"},
     # statuses for Summary
     "st_adapted": {"en": "adapted", "zh": "已适配"},
     "st_conditional": {"en": "conditional", "zh": "有条件适配"},
