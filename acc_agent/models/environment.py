@@ -161,9 +161,8 @@ class EnvDifference(BaseModel):
     key: str
     baseline: str | None
     target: str | None
-    impact: Literal["expected", "review", "blocking"] = Field(
-        description="expected (baseline GPU vs target NPU naturally differ), review (may change numbers), "
-        "blocking (comparison not like-for-like)"
+    impact: Literal["expected", "review"] = Field(
+        description="expected (baseline GPU vs target NPU stacks naturally differ) or review (may change the numbers)"
     )
     note: str = ""
 
@@ -174,10 +173,10 @@ class DiffEnvironmentsInput(ToolInput):
 
 
 class DiffEnvironmentsOutput(ToolOutput):
-    """Verdict: ``same``, ``differs`` (only expected or reviewable differences) or ``not_comparable``."""
+    """Verdict: ``same`` or ``differs``; each difference says whether it is expected or needs review."""
 
     failing_verdicts: ClassVar[frozenset[str]] = frozenset()
 
-    verdict: Literal["same", "differs", "not_comparable"]
+    verdict: Literal["same", "differs"]
     differences: list[EnvDifference] = Field(default_factory=list)
     same: list[str] = Field(default_factory=list, description="Keys whose values are equal on both sides.")

@@ -518,7 +518,7 @@ def _render_check(out: CheckEnvironmentOutput) -> str:
 
 # key -> impact when the two sides differ. GPU vs NPU naturally differs in the device stack;
 # framework and OS differences can change numbers and must be reviewed.
-_DIFF_KEYS: dict[str, str] = {
+_DIFF_KEYS: dict[str, Literal["expected", "review"]] = {
     "versions.torch": "review",
     "versions.torch_npu": "expected",
     "versions.mindspore": "review",
@@ -589,7 +589,7 @@ def diff_environments(params: DiffEnvironmentsInput) -> DiffEnvironmentsOutput:
             if b is not None:
                 same.append(key)
             continue
-        impact = _DIFF_KEYS.get(key, "review")
+        impact: Literal["expected", "review"] = _DIFF_KEYS.get(key, "review")
         note = ""
         if key == "versions.torch" and b and t:
             bb, tb = V.base_version(b), V.base_version(t)
@@ -600,7 +600,7 @@ def diff_environments(params: DiffEnvironmentsInput) -> DiffEnvironmentsOutput:
                 impact = "expected" if bb == tb else "review"
         if (b is None) != (t is None):
             note = note or ("missing on the baseline side" if b is None else "missing on the target side")
-        diffs.append(EnvDifference(key=key, baseline=b, target=t, impact=impact, note=note))  # type: ignore[arg-type]
+        diffs.append(EnvDifference(key=key, baseline=b, target=t, impact=impact, note=note))
     verdict: Literal["same", "differs"] = "same" if not diffs else "differs"
     review = [d.key for d in diffs if d.impact == "review"]
     summary = (
