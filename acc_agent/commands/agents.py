@@ -70,19 +70,30 @@ def register(app: typer.Typer) -> None:
         no_args_is_help=True, help="Agent skill folders (SKILL.md) shipped with acc-agent."
     )
 
-    @app.command("mcp")
+    @app.command(
+        "mcp",
+        help="Serve every acc-agent tool to a coding agent over MCP (stdio). Register it with your agent, "
+        "e.g. `claude mcp add acc-agent -- acc-agent mcp`, or in an mcp.json: "
+        '{"command": "acc-agent", "args": ["mcp"]}. Only protocol messages go to stdout; logs go to stderr. '
+        "Results are compact by default (the worst rows plus the path of a JSON file with the complete "
+        "result); a call with full_result=true returns everything inline.",
+        short_help="Serve every tool to a coding agent over MCP (stdio).",
+    )
     def mcp_command() -> None:
-        """Serve every acc-agent tool to a coding agent over MCP (stdio).
-
-        Configure the agent to start `acc-agent mcp`; nothing but protocol messages goes to stdout,
-        logs go to stderr. Tool results are compact by default (worst rows plus the path of the
-        complete result); call with full_result=true for everything.
-        """
+        """Imports the MCP SDK only here: it costs ≈0.7 s that no other command should pay."""
         from acc_agent.mcp_server import serve
 
         serve()
 
-    @app.command("schema")
+    @app.command(
+        "schema",
+        help="Print every tool's definition for LLM function calling, in the API's strict form. "
+        "openai: Chat Completions tools with strict=true (every property required, optional ones "
+        "nullable - send null for 'not given'). anthropic: Messages API tools (input_schema, strict). "
+        "mcp: exactly what `acc-agent mcp` lists. Maps travel as JSON strings in the strict forms; "
+        "acc_agent.schemas.call_for_agent(name, arguments) decodes them and runs the tool.",
+        short_help="Print tool definitions for OpenAI, Anthropic or MCP.",
+    )
     def schema_command(
         fmt: Annotated[
             str,
@@ -92,11 +103,6 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--out", help="Write the JSON here instead of stdout.")
         ] = None,
     ) -> None:
-        """Print every tool's definition for LLM function calling, in the API's strict form.
-
-        openai: Chat Completions tools with strict=true (every property required, optional ones nullable).
-        anthropic: Messages API tools (input_schema, strict). mcp: exactly what `acc-agent mcp` lists.
-        """
         from acc_agent.schemas import tool_definitions
 
         try:
@@ -108,10 +114,20 @@ def register(app: typer.Typer) -> None:
         if out is None:
             sys.stdout.write(text)
         else:
-            out.write_text(text, encoding="utf-8")
+            try:
+                out.write_text(text, encoding="utf-8")
+            except OSError as exc:
+                sys.stderr.write(
+                    f"error: cannot write {out}: {exc.strerror}\nhint: Pass a path in an existing, writable folder.\n"
+                )
+                raise typer.Exit(2) from None
             sys.stderr.write(f"wrote {len(defs)} tool definitions to {out}\n")
 
-    @skills_app.command("install")
+    @skills_app.command(
+        "install",
+        help="Copy acc-agent's skill folders (SKILL.md) into a project's .claude/skills and .agents/skills, "
+        "where coding agents look for them. Replaces only acc-agent's own skill folders.",
+    )
     def skills_install(
         target: Annotated[
             Path,
@@ -126,7 +142,6 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
     ) -> None:
-        """Copy acc-agent's skill folders where coding agents look for them."""
         try:
             written = install_skills(target, agent or list(SKILL_LAYOUTS))
         except AccAgentError as err:
