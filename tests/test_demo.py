@@ -39,7 +39,9 @@ def test_demo_writes_checked_deliverables_without_torch(tmp_path: Path, lang: st
     for name in ("Mig_Readme.md", "Compare.md", "Mig_report.md", "Summary.md"):
         assert (out / name).is_file()
     assert "Deliverables written to" in res.stdout and str(out) in res.stdout
-    assert (out / "plots" / "latency.png").stat().st_size > 1000
+    for png in ("latency.png", "layers.png", "loss_curves.png"):
+        assert (out / "plots" / png).stat().st_size > 1000, png
+        assert f"(plots/{png})" in (out / "Compare.md").read_text(encoding="utf-8")
     check = _cli("report", "--check", "--out", "demo-out", cwd=tmp_path)
     assert check.returncode == 0, check.stdout
     assert "all checks passed" in check.stdout and "dataset_rows" in check.stdout

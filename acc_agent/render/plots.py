@@ -35,9 +35,16 @@ def plot_layers(rows: list[dict[str, Any]], first_divergence: str | None, path: 
     xs = [p[0] for p in pts]
     cos = [float(p[2]) if isinstance(p[2], int | float) and math.isfinite(p[2]) else float("nan") for p in pts]
     mae = [float(p[3]) if isinstance(p[3], int | float) and p[3] > 0 else float("nan") for p in pts]
-    ax1.plot(xs, cos, marker="o", ms=3, color="tab:blue")
+    ax1.plot(xs, cos, marker="o", ms=3, color="tab:blue", label="target vs golden")
     ax1.set_ylabel("cosine")
-    ax2.semilogy(xs, mae, marker="o", ms=3, color="tab:red")
+    ax1.ticklabel_format(axis="y", useOffset=False, style="plain")
+    ax2.semilogy(xs, mae, marker="o", ms=3, color="tab:red", label="target vs golden")
+    bench = [rows[p[0]].get("bench") for p in pts]
+    bmae = [float(b["max_abs_err"]) if isinstance(b, dict) and isinstance(b.get("max_abs_err"), int | float)
+            and b["max_abs_err"] > 0 else float("nan") for b in bench]
+    if any(not math.isnan(v) for v in bmae):
+        ax2.semilogy(xs, bmae, marker="s", ms=3, color="tab:gray", ls=":", label="bench vs golden (precision budget)")
+        ax2.legend(fontsize=7)
     ax2.set_ylabel("max abs error")
     ax2.set_xlabel("tensor (execution order)")
     if first_divergence is not None:
