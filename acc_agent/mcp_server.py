@@ -113,6 +113,7 @@ class AccAgentMCPServer(MCPServer):
     def __init__(self, specs: dict[str, ToolSpec]) -> None:
         super().__init__(name="acc-agent", version=__version__, instructions=INSTRUCTIONS)
         self._specs = specs
+        self._call_lock: Any = None  # created inside the event loop on first use
         for spec in specs.values():
             self.add_tool(
                 _flat_function(spec),
@@ -138,10 +139,16 @@ class AccAgentMCPServer(MCPServer):
             )
         if not isinstance(arguments, dict):
             raise ToolError("arguments must be an object")
+        import anyio
         import anyio.to_thread
 
-        # Tools are synchronous and may take seconds; a worker thread keeps the session answering pings.
-        return await anyio.to_thread.run_sync(run_tool, spec, arguments)
+        # Tools are synchronous and may take seconds; a worker thread keeps the session answering
+        # pings. One call at a time: tools share process-wide state (matplotlib, numpy error
+        # settings, result files) and are CPU-bound, so parallel calls would gain nothing.
+        if self._call_lock is None:
+            self._call_lock = anyio.Lock()
+        async with self._call_lock:
+            return await anyio.to_thread.run_sync(run_tool, spec, arguments)
 
 
 def build_server() -> AccAgentMCPServer:

@@ -139,6 +139,20 @@ def test_mcp_server_lists_calls_and_survives_1000_calls(tmp_path: Path) -> None:
                     _error(await session.call_tool(name, {req: 3.5}))
                 if i in (100, 1000):
                     rss[i] = _rss_kib(pid)
+            # Calls fired together (agents do this) all come back, each with its own answer.
+            answers: dict[int, Any] = {}
+
+            async def one(k: int) -> None:
+                if k % 2 and cycle:
+                    answers[k] = await session.call_tool(cycle[k % len(cycle)][0], cycle[k % len(cycle)][1])
+                else:
+                    answers[k] = await session.call_tool("no_such_tool", {"k": k})
+
+            async with anyio.create_task_group() as group:
+                for k in range(12):
+                    group.start_soon(one, k)
+            assert all(answers[k].is_error is not bool(k % 2 and cycle) for k in range(12))
+
             # Still answering after all that.
             await session.send_ping()
             assert {t.name for t in (await session.list_tools()).tools} == set(specs)
