@@ -21,7 +21,7 @@ import numpy as np
 from acc_agent.models.compare import TensorMetrics
 from acc_agent.numerics import tolerance as tol
 
-CHUNK = 1 << 20
+CHUNK = 1 << 18
 THOUSANDTH = 0.001
 FIVE_THOUSANDTHS = 0.005
 #: msprobe rounds a cosine above this to 6 decimals (CompareConst.COSINE_THRESHOLD).
@@ -81,77 +81,159 @@ class _Acc:
     positions_match: bool = True
 
 
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """float64 dot without BLAS: a multi-threaded BLAS on a busy machine is up to 40x slower here."""
+    return float(np.einsum("i,i->", a, b))
+
+
 def _ulp(g64: np.ndarray, fmt: str) -> np.ndarray:
-    """Spacing of the target format at each golden value (subnormal spacing below the normals)."""
+    """Spacing of the target format at each golden value (subnormal spacing below the normals).
+
+    Built from the float64 exponent bits: spacing = 2**(max(exponent, emin) - mantissa bits), so no
+    transcendental function runs per element.
+    """
     mant, emin = _ULP_FORMATS[fmt]
-    _, e = np.frexp(g64)
-    exp = np.maximum(e.astype(np.int64) - 1, emin)
-    exp = np.where(g64 == 0, emin, exp)
-    return np.ldexp(1.0, exp - mant)
+    e = g64.view(np.int64) >> 52
+    e &= 0x7FF
+    np.maximum(e, 1023 + emin, out=e)
+    e -= mant
+    e <<= 52
+    return e.view(np.float64)
+
+
+def _ulp_fp16_f32(g32: np.ndarray) -> np.ndarray:
+    """fp16 spacing from float32 exponent bits (half the memory traffic of the float64 version)."""
+    mant, emin = _ULP_FORMATS["fp16"]
+    e = g32.view(np.int32) >> 23
+    e &= 0xFF
+    np.maximum(e, 127 + emin, out=e)
+    e -= mant
+    e <<= 23
+    return e.view(np.float32)
+
+
+def _zero_bad(acc: _Acc, g64: np.ndarray, t64: np.ndarray) -> np.ndarray:
+    """Count NaN/Inf, note whether positions match, zero them on both sides (msprobe's rule)."""
+    gn, gi, tn, ti = np.isnan(g64), np.isinf(g64), np.isnan(t64), np.isinf(t64)
+    acc.g_nan += int(gn.sum())
+    acc.g_inf += int(gi.sum())
+    acc.t_nan += int(tn.sum())
+    acc.t_inf += int(ti.sum())
+    if not (np.array_equal(gn, tn) and np.array_equal(gi, ti)):
+        acc.positions_match = False
+    bad = gn | gi | tn | ti
+    g64[bad] = 0.0
+    t64[bad] = 0.0
+    return bad
 
 
 def _chunk(acc: _Acc, gc: np.ndarray, tc: np.ndarray, rel_dt: np.dtype[Any], tolerance: tol.Tolerance | None,
            ulp_fmt: str | None) -> None:
+    """Accumulate one chunk. float16/float32/bf16 data take the float32 path (msprobe's own relative-error
+    arithmetic); cosine, distance and max abs error are always float64 like msprobe's."""
     if _is_ml_dtype(gc.dtype):
         gc = gc.astype(np.float32)
     if _is_ml_dtype(tc.dtype):
         tc = tc.astype(np.float32)
-    g64 = gc.astype(np.float64)
-    t64 = tc.astype(np.float64)
-    ss_g = float(g64 @ g64)
-    ss_t = float(t64 @ t64)
+    if rel_dt == np.float32:
+        g32 = gc.astype(np.float32, copy=False)
+        t32 = tc.astype(np.float32, copy=False)
+        g64 = g32.astype(np.float64)
+        t64 = t32.astype(np.float64)
+    else:
+        g64 = gc.astype(np.float64)
+        t64 = tc.astype(np.float64)
+    ss_g = _dot(g64, g64)
+    ss_t = _dot(t64, t64)
     if not (math.isfinite(ss_g) and math.isfinite(ss_t)):
-        # Slow path only where NaN/Inf exist: count, check positions, zero them like msprobe.
-        gn, gi, tn, ti = np.isnan(g64), np.isinf(g64), np.isnan(t64), np.isinf(t64)
-        acc.g_nan += int(gn.sum())
-        acc.g_inf += int(gi.sum())
-        acc.t_nan += int(tn.sum())
-        acc.t_inf += int(ti.sum())
-        if not (np.array_equal(gn, tn) and np.array_equal(gi, ti)):
-            acc.positions_match = False
-        bad = gn | gi | tn | ti
-        g64[bad] = 0.0
-        t64[bad] = 0.0
-        if rel_dt != np.float64:
-            gc = np.where(bad, 0, gc).astype(gc.dtype)
-            tc = np.where(bad, 0, tc).astype(tc.dtype)
-        ss_g = float(g64 @ g64)
-        ss_t = float(t64 @ t64)
+        bad = _zero_bad(acc, g64, t64)
+        if rel_dt == np.float32:
+            g32 = np.where(bad, np.float32(0), g32)
+            t32 = np.where(bad, np.float32(0), t32)
+        ss_g = _dot(g64, g64)
+        ss_t = _dot(t64, t64)
     acc.ss_g += ss_g
     acc.ss_t += ss_t
-    acc.dot += float(t64 @ g64)
-    d = t64 - g64
-    acc.ss_d += float(d @ d)
+    acc.dot += _dot(t64, g64)
+    if rel_dt == np.float32:
+        _tail_f32(acc, g32, t32, t64, g64, tolerance, ulp_fmt)
+    else:
+        _tail_f64(acc, g64, t64, tolerance, ulp_fmt, float(np.finfo(rel_dt).eps))
+
+
+def _tail_f32(acc: _Acc, g32: np.ndarray, t32: np.ndarray, t64: np.ndarray, g64: np.ndarray,
+              tolerance: tol.Tolerance | None, ulp_fmt: str | None) -> None:
+    d64 = np.subtract(t64, g64, out=t64)
+    acc.ss_d += _dot(d64, d64)
+    acc.max_abs = max(acc.max_abs, float(np.abs(d64, out=d64).max()))
+    ad = np.subtract(t32, g32)
+    np.abs(ad, out=ad)
+    acc.sum_abs += float(ad.sum(dtype=np.float64))
+    ag = np.abs(g32)
+    buf = np.empty_like(ag)
+    if tolerance is not None:
+        np.multiply(ag, np.float32(tolerance.rtol), out=buf)
+        buf += np.float32(tolerance.atol)
+        acc.n_within += int(np.count_nonzero(np.less_equal(ad, buf)))
+    if ulp_fmt == "fp16":
+        np.divide(ad, _ulp_fp16_f32(g32), out=buf)
+        acc.max_ulp = max(acc.max_ulp, float(buf.max()))
+        acc.n_ulp_gt1 += int(np.count_nonzero(np.greater(buf, 1.0)))
+    elif ulp_fmt is not None:
+        ulp_err = ad / _ulp(g64, ulp_fmt)
+        acc.max_ulp = max(acc.max_ulp, float(ulp_err.max()))
+        acc.n_ulp_gt1 += int(np.count_nonzero(np.greater(ulp_err, 1.0)))
+    eps = np.float32(np.finfo(np.float32).eps)
+    np.add(ag, eps, out=buf)
+    np.divide(ad, buf, out=buf)
+    acc.sum_rel_mean += float(buf.sum(dtype=np.float64))
+    # msprobe's relative error |(t-g)/g| in float32 (== |t-g|/|g| exactly); where g == 0 it adds eps to
+    # both sides first: |((t+eps)-eps)/eps|.
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        rel = np.divide(ad, ag, out=buf)
+    zero = ag == 0
+    if zero.any():
+        tz = t32[zero] + eps
+        rel[zero] = np.abs((tz - eps) / eps)
+    _rel_stats(acc, rel)
+
+
+def _tail_f64(acc: _Acc, g64: np.ndarray, t64: np.ndarray, tolerance: tol.Tolerance | None,
+              ulp_fmt: str | None, eps: float) -> None:
+    d = np.subtract(t64, g64)
+    acc.ss_d += _dot(d, d)
     ad = np.abs(d, out=d)
     acc.max_abs = max(acc.max_abs, float(ad.max()))
     acc.sum_abs += float(ad.sum())
     ag = np.abs(g64)
+    buf = np.empty_like(ag)
     if tolerance is not None:
-        acc.n_within += int(np.count_nonzero(ad <= tolerance.atol + tolerance.rtol * ag))
+        np.multiply(ag, tolerance.rtol, out=buf)
+        buf += tolerance.atol
+        acc.n_within += int(np.count_nonzero(np.less_equal(ad, buf)))
     if ulp_fmt is not None:
-        ulp_err = ad / _ulp(g64, ulp_fmt)
-        acc.max_ulp = max(acc.max_ulp, float(ulp_err.max()))
-        acc.n_ulp_gt1 += int(np.count_nonzero(ulp_err > 1.0))
-    eps = float(np.finfo(rel_dt).eps)
-    acc.sum_rel_mean += float((ad / (ag + eps)).sum())
-    # msprobe's relative error: in rel_dt arithmetic, eps added to both sides where golden == 0.
-    if rel_dt == np.float64:
-        tr, gr = t64, g64
-    else:
-        tr, gr = tc.astype(rel_dt), gc.astype(rel_dt)
-    zero = gr == 0
-    if zero.any():
-        tr = np.where(zero, tr + rel_dt.type(eps), tr)
-        gr = np.where(zero, gr + rel_dt.type(eps), gr)
+        np.divide(ad, _ulp(g64, ulp_fmt), out=buf)
+        acc.max_ulp = max(acc.max_ulp, float(buf.max()))
+        acc.n_ulp_gt1 += int(np.count_nonzero(np.greater(buf, 1.0)))
+    np.add(ag, eps, out=buf)
+    np.divide(ad, buf, out=buf)
+    acc.sum_rel_mean += float(buf.sum())
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        rel = np.abs((tr - gr) / gr)
+        rel = np.divide(ad, ag, out=buf)
+    zero = ag == 0
+    if zero.any():
+        rel[zero] = np.abs(((t64[zero] + eps) - eps) / eps)
+    _rel_stats(acc, rel)
+
+
+def _rel_stats(acc: _Acc, rel: np.ndarray) -> None:
     m = rel.max()
     if np.isnan(m):
         acc.rel_nan = True
     else:
         acc.max_rel = max(acc.max_rel, float(m))
-    acc.n_1e3 += int(np.count_nonzero(rel < THOUSANDTH))
-    acc.n_5e3 += int(np.count_nonzero(rel < FIVE_THOUSANDTHS))
+    acc.n_1e3 += int(np.count_nonzero(np.less(rel, THOUSANDTH)))
+    acc.n_5e3 += int(np.count_nonzero(np.less(rel, FIVE_THOUSANDTHS)))
 
 
 def _null_six(out: dict[str, Any], reasons: dict[str, str], why: str, names: tuple[str, ...] = SIX) -> None:
@@ -250,6 +332,8 @@ def compute_metrics(
         return TensorMetrics(**out, **counts, na_reasons=reasons)
 
     rel_dt = _rel_dtype(t_dt, g_dt)
+    if rel_dt not in (np.float32, np.float64):
+        rel_dt = np.dtype(np.float64)
     acc = _Acc()
     gf = g.reshape(-1)
     tf = t.reshape(-1)

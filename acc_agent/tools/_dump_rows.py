@@ -24,7 +24,7 @@ COSINE_BAR = 0.99
 #: Share of elements within the precision's rtol/atol a row needs to pass.
 WITHIN_BAR = 0.99
 #: Below this much tensor data, worker processes cost more than they save.
-PARALLEL_MIN_BYTES = 48 << 20
+PARALLEL_MIN_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,241 @@
+"""Benchmark of ``acc-agent compare-dumps`` against msprobe's compare engine on the same dumps.
+
+One invocation generates msprobe-layout ``.npy`` dumps (golden fp32, target fp16 with a few broken
+tensors) in a temporary folder, then measures, each in a fresh subprocess:
+
+1. Speed on a pair of >= 200 MB (golden + target). Reference: msprobe 26.2.0's compare engine
+   (``Comparator.compare_core`` with msprobe's numpy reading rules; its CLI imports MindSpore for
+   ``.npy``), wall time including start-up. Measured: the ``acc-agent compare-dumps`` CLI (start-up,
+   all metrics, diagnosis, CSV). Acceptance: msprobe time / ours >= 3.
+2. Memory on a pair of >= 1 GB. Peak RSS of ours from ``resource.getrusage`` in the measuring
+   subprocess: the main process and, separately, the largest worker process. Acceptance: both
+   < 500 MB. msprobe's peak on the same pair is printed as the reference.
+3. ``acc-agent --help`` start-up, median of 5. Reference: a bare ``python3 -c pass``.
+   Acceptance: < 0.5 s.
+
+Both tools must agree: the bench checks that our Cosine/MaxAbsErr equal msprobe's CSV at 12
+decimals on every row before it reports any time.
+
+Run: ``python bench/bench_compare_dumps.py [--speed-mb 220] [--memory-mb 1100] [--workdir DIR]
+[--skip-memory]``. Exit code 1 if an acceptance bound is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# Tensor sizes (elements) drawn like a transformer layer dump: many small, some large activations.
+_SIZES = [256, 4096, 65_536, 262_144, 1_048_576, 4_194_304]
+_WEIGHTS = [0.25, 0.25, 0.2, 0.15, 0.1, 0.05]
+
+
+def generate(root: Path, total_mb: float, seed: int) -> tuple[Path, Path, int]:
+    """Write golden (fp32) and target (fp16) dumps whose combined size is >= ``total_mb``."""
+    rng = np.random.default_rng(seed)
+    golden, target = root / "golden", root / "target"
+    for d in (golden, target):
+        (d / "dump_tensor_data").mkdir(parents=True, exist_ok=True)
+    data_g: dict[str, Any] = {}
+    data_t: dict[str, Any] = {}
+    written = 0
+    i = 0
+    while written < total_mb * 1e6:
+        n = int(rng.choice(_SIZES, p=_WEIGHTS))
+        key = f"Functional.op_{i}.0.forward"
+        name = f"{key}.output.0"
+        g = rng.standard_normal(n, dtype=np.float32).reshape(-1, 64 if n >= 64 else 1)
+        t = g.astype(np.float16)
+        if i % 50 == 7:  # a broken operator now and then
+            t = -t
+        for d, arr, data in ((golden, g, data_g), (target, t, data_t)):
+            np.save(d / "dump_tensor_data" / f"{name}.npy", arr)
+            a64 = arr.astype(np.float64)
+            # dtype spelled as msprobe's PyTorch dumps do: its matcher pairs torch.float16 with float32
+            data[key] = {"input_args": [], "input_kwargs": {}, "output": [{
+                "type": "torch.Tensor", "dtype": f"torch.{arr.dtype}", "shape": list(arr.shape),
+                "Max": float(a64.max()), "Min": float(a64.min()), "Mean": float(a64.mean()),
+                "Norm": float(np.linalg.norm(a64)),
+                "requires_grad": False, "data_name": f"{name}.npy"}]}
+        written += g.nbytes + t.nbytes
+        i += 1
+    for d, data in ((golden, data_g), (target, data_t)):
+        (d / "dump.json").write_text(json.dumps({"task": "tensor", "level": "L1", "framework": "mindspore",
+                                                 "dump_data_dir": str(d / "dump_tensor_data"), "data": data}))
+        (d / "stack.json").write_text("{}")
+        (d / "construct.json").write_text("{}")
+    return golden, target, i
+
+
+# ------------------------------------------------------------------ measured child processes
+
+_MSPROBE_CHILD = r'''
+import sys, time, resource, shutil, tempfile
+from pathlib import Path
+import numpy as np
+t0 = time.perf_counter()
+from msprobe.core.compare.acc_compare import Comparator, MappingConfig, ModeConfig, setup_comparison
+
+def read_npy(d, f):
+    return np.squeeze(np.load(Path(d) / f, allow_pickle=False))
+
+def read_real_data(p, cross_frame, backend):
+    return read_npy(p["npu_dir"], p["npu_data_name"]), read_npy(p["bench_dir"], p["bench_data_name"])
+
+golden, target, out_csv = sys.argv[1:4]
+with tempfile.TemporaryDirectory() as tmp:
+    params = {"npu_path": target + "/dump.json", "bench_path": golden + "/dump.json", "is_print_compare_log": False}
+    cfg = setup_comparison(params, tmp)
+    mode = ModeConfig(stack_mode=cfg.stack_mode, fuzzy_match=cfg.fuzzy_match, xlsx=False,
+                      dump_mode=cfg.dump_mode, compared_file_type=cfg.compared_file_type)
+    Comparator(read_real_data, mode, MappingConfig(), False).compare_core(params, tmp, suffix="")
+    shutil.copy(max(Path(tmp).glob("compare_result_*.csv")), out_csv)
+wall = time.perf_counter() - t0
+me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+print("RESULT", wall, me.ru_maxrss, kids.ru_maxrss, me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime)
+'''
+
+_OURS_CHILD = r'''
+import sys, time, resource
+t0 = time.perf_counter()
+from acc_agent.cli import main
+golden, target, out_csv, out_json = sys.argv[1:5]
+import contextlib, io
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf):
+    try:
+        main(["compare-dumps", golden, target, "--csv", out_csv, "--json"])
+    except SystemExit:
+        pass
+open(out_json, "w").write(buf.getvalue())
+wall = time.perf_counter() - t0
+me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+print("RESULT", wall, me.ru_maxrss, kids.ru_maxrss, me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime)
+'''
+
+
+def _run_child(code: str, args: list[str]) -> tuple[float, float, float, float, float]:
+    """(wall s seen by the parent, wall inside, self peak RSS MB, largest child peak RSS MB, CPU s)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    outer = time.perf_counter() - t0
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
+    if proc.returncode != 0 or line is None:
+        raise SystemExit(f"measurement failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    _, wall, self_kb, child_kb, cpu = line.split()
+    return outer, float(wall), float(self_kb) / 1024, float(child_kb) / 1024, float(cpu)
+
+
+def _agree(ours_csv: Path, theirs_csv: Path) -> int:
+    """Rows where both report Cosine and MaxAbsErr, checked at 12 decimals; returns rows checked."""
+    with ours_csv.open(newline="") as fh:
+        ours = {r["NPU Name"]: r for r in csv.DictReader(fh)}
+    checked = 0
+    with theirs_csv.open(newline="") as fh:
+        for r in csv.DictReader(fh):
+            mine = ours[r["NPU Name"]]
+            for col in ("Cosine", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio"):
+                a, b = r[col], mine[col]
+                same = a == b or f"{float(a):.12f}" == f"{float(b):.12f}"
+                if not same:
+                    raise SystemExit(f"DISAGREEMENT on {r['NPU Name']} {col}: msprobe {a}, ours {b}")
+            checked += 1
+    return checked
+
+
+def _size_mb(d: Path) -> float:
+    return sum(p.stat().st_size for p in (d / "dump_tensor_data").iterdir()) / 1e6
+
+
+def bench_pair(work: Path, total_mb: float, label: str, seed: int) -> dict[str, float]:
+    pair = work / label
+    golden, target, n = generate(pair, total_mb, seed)
+    size = _size_mb(golden) + _size_mb(target)
+    print(f"\n== {label}: {n} tensor pairs, golden {_size_mb(golden):.0f} MB + target {_size_mb(target):.0f} MB "
+          f"= {size:.0f} MB")
+    ours_csv, theirs_csv, ours_json = pair / "ours.csv", pair / "msprobe.csv", pair / "ours.json"
+    # Warm the page cache equally for both: read every file once.
+    for d in (golden, target):
+        for p in (d / "dump_tensor_data").iterdir():
+            p.read_bytes()
+    m_outer, _, m_rss, m_child, m_cpu = _run_child(_MSPROBE_CHILD, [str(golden), str(target), str(theirs_csv)])
+    o_outer, _, o_rss, o_child, o_cpu = _run_child(_OURS_CHILD, [str(golden), str(target), str(ours_csv),
+                                                                 str(ours_json)])
+    rows = _agree(ours_csv, theirs_csv)
+    print(f"reference  msprobe compare engine : {m_outer:7.2f} s wall, {m_cpu:7.2f} s CPU, peak RSS "
+          f"{m_rss:5.0f} MB (largest child {m_child:.0f} MB)")
+    print(f"measured   acc-agent compare-dumps: {o_outer:7.2f} s wall, {o_cpu:7.2f} s CPU, peak RSS "
+          f"{o_rss:5.0f} MB (largest worker {o_child:.0f} MB)")
+    print(f"speed-up   msprobe / ours         : {m_outer / o_outer:7.2f}x wall, {m_cpu / o_cpu:.2f}x CPU   "
+          f"({rows} rows agree at 12 decimals)")
+    return {"size_mb": size, "msprobe_s": m_outer, "ours_s": o_outer, "ratio": m_outer / o_outer,
+            "ours_rss_mb": o_rss, "ours_child_rss_mb": o_child, "msprobe_rss_mb": m_rss}
+
+
+def bench_help(repeat: int = 5) -> tuple[float, float]:
+    exe = shutil.which("acc-agent")
+    cmd = [exe, "--help"] if exe else [sys.executable, "-m", "acc_agent", "--help"]
+
+    def median(argv: list[str]) -> float:
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            subprocess.run(argv, capture_output=True, check=True)
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+    ref = median([sys.executable, "-c", "pass"])
+    ours = median(cmd)
+    print(f"\n== start-up: reference `python3 -c pass` {ref:.3f} s; `acc-agent --help` {ours:.3f} s "
+          f"({ours / ref:.1f}x the bare interpreter)")
+    return ref, ours
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--speed-mb", type=float, default=220.0, help="combined size of the speed pair (MB)")
+    ap.add_argument("--memory-mb", type=float, default=1100.0, help="combined size of the memory pair (MB)")
+    ap.add_argument("--workdir", default=None, help="where to generate dumps (default: a temp dir, removed)")
+    ap.add_argument("--skip-memory", action="store_true", help="skip the >= 1 GB pair")
+    args = ap.parse_args()
+    print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}, numpy {np.__version__}")
+    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="bench-compare-"))
+    ok = True
+    try:
+        speed = bench_pair(work, args.speed_mb, "speed", 1)
+        if speed["ratio"] < 3.0:
+            print("FAIL: speed-up below 3x")
+            ok = False
+        if not args.skip_memory:
+            mem = bench_pair(work, args.memory_mb, "memory", 2)
+            peak = max(mem["ours_rss_mb"], mem["ours_child_rss_mb"])
+            print(f"memory     ours peak RSS {peak:.0f} MB on {mem['size_mb']:.0f} MB of dumps "
+                  f"(msprobe: {mem['msprobe_rss_mb']:.0f} MB); bound 500 MB")
+            if peak >= 500:
+                print("FAIL: peak RSS >= 500 MB")
+                ok = False
+        _, help_s = bench_help()
+        if help_s >= 0.5:
+            print("FAIL: --help took >= 0.5 s")
+            ok = False
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    print("\nall acceptance bounds met" if ok else "\nsome acceptance bounds missed")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
