@@ -415,14 +415,23 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
 def build_environment(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     r = wf.get("environment")
     if not (r.ok and r.output is not None):
-        return {"verdict": c.gap(r), "checks": [], "code": None}
+        return {"verdict": c.gap(r), "checks": [], "versions": [], "code": None}
     checks = []
+    base = f"{wf.project.base_dir}/"
     for ch in r.output.get("checks") or []:
         if isinstance(ch, dict):
-            checks.append([c.val(str(ch.get("name", ""))), c.val(str(ch.get("status", ch.get("verdict", "")))),
-                           c.val(str(ch.get("detail", ch.get("summary", ""))))])
+            why = str(ch.get("reason") or ch.get("detail") or "")
+            if ch.get("fix"):
+                why += f" — fix: {ch['fix']}"
+            checks.append([code(str(ch.get("name", ""))), c.val(str(ch.get("status", ""))),
+                           c.val(str(ch["value"])) if ch.get("value") not in (None, "") else c.na("not found"),
+                           c.val(why or "—"), code(str(ch["source"]).replace(base, "")) if ch.get("source") else c.val("—")])
+    versions = []
+    for group in ("versions", "system"):
+        for key, value in sorted((r.output.get(group) or {}).items()):
+            versions.append([c.val(key), c.val(str(value)) if value not in (None, "") else c.na("not found")])
     return {"verdict": c.val(f"{r.output.get('verdict')} — {r.output.get('summary', '')}", r.command),
-            "checks": checks, "code": r.output.get("verdict")}
+            "checks": checks, "versions": versions, "code": r.output.get("verdict")}
 
 
 def _box(c: Ctx, key: str, ticked: bool, evidence: Markup) -> dict[str, Any]:
