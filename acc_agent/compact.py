@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -33,9 +34,15 @@ MAX_STRING_CHARS = 4_000
 #: Where full results go unless ``ACC_AGENT_RESULTS_DIR`` says otherwise.
 RESULTS_DIR_ENV = "ACC_AGENT_RESULTS_DIR"
 
-# Words that mark an entry as bad, most severe first. Entries are ranked by the first of these
+# Words that mark an entry as bad, most severe group first. Entries are ranked by the first group
 # found in a status-like field, so "worst rows" works for any tool that labels its rows.
-_SEVERITY = ("error", "fail", "fault", "mismatch", "unmatched", "nan", "inf", "warning", "warn", "skip")
+_SEVERITY = (
+    ("error", "crash", "fault"),
+    ("fail", "failed", "not_met", "diverged", "mismatch"),
+    ("different", "differs", "unmatched", "missing", "only", "stalled", "unstable", "below"),
+    ("warning", "warn", "review"),
+    ("unknown", "skipped", "skip", "na"),
+)
 _STATUS_KEYS = ("status", "verdict", "result", "state", "level")
 
 
@@ -55,8 +62,10 @@ def _severity(item: Any) -> int:
         value = item.get(key)
         if isinstance(value, str):
             low = value.lower()
-            for rank, word in enumerate(_SEVERITY):
-                if word in low:
+            tokens = set(re.split(r"[^a-z]+", low))
+            for rank, words in enumerate(_SEVERITY):
+                # Whole tokens for short words ("na" must not match "nan"), substrings for long ones.
+                if any(w in tokens or (len(w) > 4 and w in low) for w in words):
                     return rank
     return len(_SEVERITY)
 

@@ -135,3 +135,15 @@ def test_default_compare_dumps_result_for_2000_rows_is_under_20_kb(tmp_path: Pat
     csv_path = out.get("csv_path")
     if csv_path:
         assert len(Path(csv_path).read_text().splitlines()) == 2001  # header + every row
+
+
+@pytest.mark.parametrize(
+    ("status", "worse_than"),
+    [("error", "fail"), ("fail", "warning"), ("not_met", "warn"), ("baseline_only", "warn"), ("warn", "na"),
+     ("na", "pass"), ("skipped", "ok"), ("different", "same")],
+)  # fmt: skip
+def test_status_words_of_the_tools_rank_worst_first(status: str, worse_than: str) -> None:
+    from acc_agent.compact import _severity
+
+    assert _severity({"status": status}) < _severity({"status": worse_than})
+    assert _severity({"status": "nan_check"}) == _severity({"status": "pass"})  # "na" is a whole word only
