@@ -65,18 +65,19 @@ def torch_device_in_use() -> str | None:
     return None
 
 
-def device_sync(kind: str = "auto") -> tuple[Sync, str]:
-    """Return ``(sync function, description)`` for ``kind`` in auto | none | cuda | npu.
+def device_sync(kind: str = "auto") -> tuple[Sync | None, str]:
+    """Return ``(sync function or None, description)`` for ``kind`` in auto | none | cuda | npu.
 
-    ``auto`` resolves at call time to whichever torch device user code initialised, else no-op.
+    ``auto`` resolves at call time to whichever torch device user code initialised; None means
+    there is nothing to wait for (host-only work).
     """
     if kind == "auto":
         detected = torch_device_in_use()
         if detected is None:
-            return _noop, "none (no torch CUDA/NPU device initialised by the measured code)"
+            return None, "none (no torch CUDA/NPU device initialised by the measured code)"
         kind = detected
     if kind == "none":
-        return _noop, "none (disabled by the caller)"
+        return None, "none (disabled by the caller)"
     torch: Any = sys.modules.get("torch")
     if torch is None:
         import torch as torch_mod
@@ -191,14 +192,23 @@ def run_iterations(
             if timer is not None:
                 timer.end_iteration(keep=False)
         out = [0] * iterations
+        end = timer.end_iteration if timer is not None else None
+        if sync is None:  # host-only work: keep even a no-op call out of the timed interval
+            for i in range(iterations):
+                t0 = clock()
+                fn()
+                out[i] = clock() - t0
+                if end is not None:
+                    end(True)
+            return out
         for i in range(iterations):
             do_sync()
             t0 = clock()
             fn()
             do_sync()
             out[i] = clock() - t0
-            if timer is not None:
-                timer.end_iteration(keep=True)
+            if end is not None:
+                end(True)
         return out
     finally:
         if timer is not None:

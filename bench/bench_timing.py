@@ -53,6 +53,16 @@ def bare_loop(fn: Callable[[], Any], n: int) -> int:
     return clock() - start
 
 
+def _bare_samples(fn: Callable[[], Any], n: int) -> list[int]:
+    out = [0] * n
+    clock = time.perf_counter_ns
+    for i in range(n):
+        t0 = clock()
+        fn()
+        out[i] = clock() - t0
+    return out
+
+
 def harness_loop(fn: Callable[[], Any], n: int) -> int:
     start = time.perf_counter_ns()
     run_iterations(fn, 0, n, sync=None, timer=StageTimer())
@@ -98,7 +108,7 @@ def accuracy(name: str, fn: Callable[[], Any], iterations: int) -> tuple[float, 
     _TARGET[:] = [fn]
     tool_p50: list[float] = []
     ref_med: list[float] = []
-    for _ in range(3):
+    for _ in range(5):
         out = perf.measure_performance(
             MeasurePerformanceInput(callable=f"{__name__}:_bench_target", warmup=10, iterations=iterations)
         )
@@ -124,6 +134,11 @@ def main() -> int:
     print(f"harness run_iterations + StageTimer : {har:8.1f} ns/iter  (ratio {har / ref:.2f} x reference)")
     print(f"harness overhead                    : {over:8.1f} ns/iter  (bound 5000 ns) -> {'PASS' if over < 5000 else 'FAIL'}")
     ok &= over < 5000
+    # Bias inside the timed interval (what shifts a reported p50): the p50 of a no-op call.
+    bare_bias = min(statistics.median(_bare_samples(_noop, 20_000)) for _ in range(rounds))
+    har_bias = min(statistics.median(run_iterations(_noop, 0, 20_000, timer=StageTimer())) for _ in range(rounds))
+    print(f"in-interval bias, no-op p50          : harness {har_bias:.0f} ns vs bare loop {bare_bias:.0f} ns "
+          f"(ratio {har_bias / bare_bias:.2f}); on a 1 ms workload that is {har_bias / 1e4:.3f} %")
     st = best_per_iter(harness_loop, _staged_noop, n, rounds)
     print(f"one stage() block in user code      : {st - har:8.1f} ns/entry (harness with staged no-op: {st:.1f} ns/iter)")
 
