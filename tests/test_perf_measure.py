@@ -48,6 +48,11 @@ def fails_on_big_batches(batch_size: int) -> None:
         raise RuntimeError(f"out of memory at batch {batch_size}")
 
 
+def hangs(batch_size: int) -> None:
+    if batch_size > 1:
+        time.sleep(60)
+
+
 def _measure(**args: Any) -> Any:
     base = {"warmup": 2, "iterations": 20}
     base.update(args)
@@ -90,6 +95,14 @@ def test_callable_that_raises_gives_error_rows_and_the_rest_completes() -> None:
     err = out.results[2].error or ""
     assert "RuntimeError: out of memory at batch 8" in err and "fails_on_big_batches" in err
     assert out.results[2].p50_ms is None
+
+
+def test_callable_that_hangs_is_interrupted() -> None:
+    t0 = time.perf_counter()
+    out = _measure(callable=f"{HERE}:hangs", batch_sizes=[1, 2], timeout_s=1)
+    assert time.perf_counter() - t0 < 10
+    assert [r.status for r in out.results] == ["ok", "error"] and out.verdict == "partial"
+    assert "CallTimeout" in (out.results[1].error or "") and "--timeout-s 1 s exceeded" in (out.results[1].error or "")
 
 
 def test_command_ok_nonzero_and_hang() -> None:

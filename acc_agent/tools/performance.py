@@ -12,11 +12,12 @@ stage that explains most of the gap and the one or two likeliest causes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -201,8 +202,6 @@ def _error_row(bs: int, p: MeasurePerformanceInput, message: str) -> BatchResult
 
 
 def _measure_callable(p: MeasurePerformanceInput, batches: list[int]) -> tuple[list[BatchResult], str]:
-    from acc_agent.timing import StageTimer, device_sync, run_iterations, torch_device_in_use
-
     assert p.callable is not None
     func = _resolve(p.callable, "--callable")
     setup = _resolve(p.setup, "--setup") if p.setup else None
@@ -210,33 +209,72 @@ def _measure_callable(p: MeasurePerformanceInput, batches: list[int]) -> tuple[l
     sync_text = "none"
     for bs in batches:
         try:
-            payload = setup(bs) if setup is not None else bs
-
-            def call(payload: Any = payload) -> Any:
-                return func(payload)
-
-            sync, sync_text = device_sync(p.sync)
-            run_iterations(call, p.warmup, 0, sync=sync)
-            sync, sync_text = device_sync(p.sync)  # the warm-up may have initialised the device
-            dev = _device_module(p.sync if p.sync in ("cuda", "npu") else (torch_device_in_use() or "") if p.sync == "auto" else "")
-            if dev is not None:
-                dev.reset_peak_memory_stats()
-            timer = StageTimer(sync=sync)
-            samples: list[int] = []
-            start = time.perf_counter()
-            while len(samples) < p.iterations:
-                n = min(_CHUNK, p.iterations - len(samples))
-                samples += run_iterations(call, 0, n, sync=sync, timer=timer)
-                if time.perf_counter() - start > p.timeout_s and len(samples) < p.iterations:
-                    raise TimeoutError(f"stopped after {len(samples)} of {p.iterations} iterations: --timeout-s {p.timeout_s:g} s exceeded")
-            row = _stats(bs, samples, p, p.warmup, timer.durations)
-            row.peak_host_memory_mb = _peak_host_mb()
-            if dev is not None:
-                row.device_max_allocated_mb = round(dev.max_memory_allocated() / 2**20, 1)
+            with _alarm(p.timeout_s):
+                row, sync_text = _measure_one(p, bs, func, setup)
             rows.append(row)
         except Exception as exc:  # noqa: BLE001 - the user's callable failing is a result, not a crash
             rows.append(_error_row(bs, p, f"batch {bs}: {_err(exc)}"))
     return rows, sync_text
+
+
+class CallTimeout(Exception):
+    """Raised inside a measured callable when --timeout-s is exceeded."""
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float) -> Iterator[None]:
+    """Interrupt a hung callable after ``seconds`` (SIGALRM, main thread on Unix). Elsewhere (MCP worker
+    threads) the chunked loop of :func:`_measure_one` still stops a slow callable between calls."""
+    import signal
+    import threading
+
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def fire(_signum: int, _frame: object) -> None:
+        raise CallTimeout(f"--timeout-s {seconds:g} s exceeded (the callable was interrupted)")
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _measure_one(
+    p: MeasurePerformanceInput, bs: int, func: Callable[..., Any], setup: Callable[..., Any] | None
+) -> tuple[BatchResult, str]:
+    """Setup, warm-up, then timed iterations for one batch size; raises on any failure of user code."""
+    from acc_agent.timing import StageTimer, device_sync, run_iterations, torch_device_in_use
+
+    payload = setup(bs) if setup is not None else bs
+
+    def call(payload: Any = payload) -> Any:
+        return func(payload)
+
+    sync, _ = device_sync(p.sync)
+    run_iterations(call, p.warmup, 0, sync=sync)
+    sync, sync_text = device_sync(p.sync)  # the warm-up may have initialised the device
+    kind = p.sync if p.sync in ("cuda", "npu") else (torch_device_in_use() or "") if p.sync == "auto" else ""
+    dev = _device_module(kind)
+    if dev is not None:
+        dev.reset_peak_memory_stats()
+    timer = StageTimer(sync=sync)
+    samples: list[int] = []
+    start = time.perf_counter()
+    while len(samples) < p.iterations:
+        n = min(_CHUNK, p.iterations - len(samples))
+        samples += run_iterations(call, 0, n, sync=sync, timer=timer)
+        if time.perf_counter() - start > p.timeout_s and len(samples) < p.iterations:
+            raise CallTimeout(f"stopped after {len(samples)} of {p.iterations} iterations: --timeout-s {p.timeout_s:g} s exceeded")
+    row = _stats(bs, samples, p, p.warmup, timer.durations)
+    row.peak_host_memory_mb = _peak_host_mb()
+    if dev is not None:
+        row.device_max_allocated_mb = round(dev.max_memory_allocated() / 2**20, 1)
+    return row, sync_text
 
 
 def _measure_command(p: MeasurePerformanceInput, batches: list[int]) -> list[BatchResult]:
