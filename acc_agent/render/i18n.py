@@ -28,6 +28,7 @@ STRINGS: dict[str, dict[str, str]] = {
     "f_flat": {"en": "Flat-loss step limit", "zh": "loss 无改善步数上限"},
     "f_metric": {"en": "Loss metric", "zh": "loss 指标"},
     "f_target_log": {"en": "Target log", "zh": "目标日志"},
+    "f_short_run_result": {"en": "Short-run result", "zh": "短测结果"},
     "f_rtol": {"en": "rtol", "zh": "rtol"},
     "f_atol": {"en": "atol", "zh": "atol"},
     "f_precision": {"en": "Target precision", "zh": "目标精度"},
