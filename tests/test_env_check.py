@@ -91,6 +91,13 @@ def test_values_come_from_the_files(tmp_path: Path) -> None:
     assert "910B3" in out.summary and "8.1.RC1" in out.summary
 
 
+def test_cann_from_version_cfg_layout(tmp_path: Path) -> None:
+    out = _check(tmp_path, root=str(FIX / "roots" / "cfg_only"))
+    cann = next(c for c in out.checks if c.name == "cann_toolkit")
+    assert cann.status == "ok" and cann.value == "8.0.0" and cann.source and cann.source.endswith("version.cfg")
+    assert out.verdict == "auto" and out.versions["cann"] == "8.0.0"
+
+
 def test_mismatch_fix_names_the_matching_release(tmp_path: Path) -> None:
     out = _check(tmp_path, pip_list_output=str(PIP_MISMATCH))
     check = next(c for c in out.checks if c.name == "torch_npu_matches_torch")

@@ -100,7 +100,9 @@ def find_toolkit(root: Path, env: dict[str, str]) -> VersionFile:
         cfg = base / "version.cfg"
         if cfg.is_file():
             text = cfg.read_text(encoding="utf-8", errors="replace")[:65536]
-            m = re.search(r"\[[^\]:]*:([^\]]+)\]", text) or re.search(r"version=(\S+)", text)
+            m = re.search(r"^toolkit_running_version=\[[^\]:]*:([^\]]+)\]", text, re.M) or re.search(
+                r"^\w+_running_version=\[[^\]:]*:([^\]]+)\]", text, re.M
+            )
             if m:
                 return VersionFile(m.group(1), home.rstrip("/") + "/version.cfg", {})
         tried.append(home)
