@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,8 +49,15 @@ def test_demo_writes_checked_deliverables_without_torch(tmp_path: Path, lang: st
     assert not (REPO / "samples" / "demo_project" / "Compare.md").exists()  # ran on a copy
 
 
-def test_rerender_keeps_block_and_backs_up_outside_edit(tmp_path: Path) -> None:
-    assert _cli("demo", "--out", "d", cwd=tmp_path).returncode == 0
+@pytest.fixture(scope="module")
+def demo_en(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("demo")
+    assert _cli("demo", "--out", "d", cwd=root).returncode == 0
+    return root / "d"
+
+
+def test_rerender_keeps_block_and_backs_up_outside_edit(tmp_path: Path, demo_en: Path) -> None:
+    shutil.copytree(demo_en, tmp_path / "d")
     compare = tmp_path / "d" / "Compare.md"
     text = compare.read_text(encoding="utf-8")
     mine = "Reviewed by Li Wei — the GELU port is tracked in issue 42."
@@ -64,8 +72,8 @@ def test_rerender_keeps_block_and_backs_up_outside_edit(tmp_path: Path) -> None:
     assert "hand edits backed up to" in res.stdout
 
 
-def test_report_check_fails_on_inconsistent_documents(tmp_path: Path) -> None:
-    assert _cli("demo", "--out", "d", cwd=tmp_path).returncode == 0
+def test_report_check_fails_on_inconsistent_documents(tmp_path: Path, demo_en: Path) -> None:
+    shutil.copytree(demo_en, tmp_path / "d")
     readme = tmp_path / "d" / "Mig_Readme.md"
     readme.write_text(readme.read_text(encoding="utf-8").replace("| Short-run band | 30 %", "| Short-run band | 25 %"),
                       encoding="utf-8")
