@@ -90,16 +90,20 @@ def test_cli_examples_use_real_commands_and_options() -> None:
 
 
 def test_mcp_examples_use_real_argument_names() -> None:
-    """`tool_name` `{"arg": ...}` pairs in the skills name real input fields."""
+    """`tool_name` `{"arg": ...}` pairs in the skills name real input fields with values of the right type."""
     tools = all_tools()
     for d in SKILL_DIRS:
         text = (d / "SKILL.md").read_text(encoding="utf-8")
         for name, args in re.findall(r"`([a-z_]+)`[^`\n]{0,12}`(\{[^`]*\})`", text):
             if name not in tools:
                 continue
-            keys = set(json.loads(args))
+            example = json.loads(args)
             fields = set(tools[name].input_model.model_fields) | {"full_result"}
-            assert keys <= fields, f"{d.name}: {name} has no argument(s) {sorted(keys - fields)}"
+            assert set(example) <= fields, (
+                f"{d.name}: {name} has no argument(s) {sorted(set(example) - fields)}"
+            )
+            example.pop("full_result", None)
+            tools[name].input_model.model_validate(example)  # the values' types are right too
 
 
 def test_skills_install_copies_into_agent_folders(tmp_path: Path) -> None:
