@@ -219,3 +219,37 @@ def test_mcp_format_matches_the_server_listing(fake_spec: ToolSpec) -> None:
     assert tool["inputSchema"]["properties"]["n"]["maximum"] == 100_000
     assert "full_result" in tool["inputSchema"]["properties"]
     assert "compact" in tool["outputSchema"]["properties"]
+
+
+def _to_strict_value(value: Any, schema: dict[str, Any]) -> Any:
+    """A sample value as a strict-mode model would send it: maps become JSON text."""
+    options = schema.get("anyOf", [schema])
+
+    def is_json_text(option: dict[str, Any]) -> bool:
+        typ = option.get("type")
+        return (
+            typ == "string" or (isinstance(typ, list) and "string" in typ)
+        ) and "JSON object" in option.get("description", "")
+
+    return json.dumps(value) if isinstance(value, dict) and any(is_json_text(o) for o in options) else value
+
+
+def test_every_registered_tool_takes_its_sample_through_both_strict_schemas(tmp_path: Path) -> None:
+    """Real tools, real sample arguments: what a strict model sends is valid and reaches the input model intact."""
+    from test_mcp_samples import SAMPLES
+
+    openai = {t["function"]["name"]: t["function"]["parameters"] for t in tool_definitions("openai")}
+    anthropic = {t["name"]: t["input_schema"] for t in tool_definitions("anthropic")}
+    for name, spec in all_tools().items():
+        (tmp_path / name).mkdir()
+        sample = SAMPLES[name](tmp_path / name)
+        expected = spec.input_model.model_validate(sample)
+        for schema, fill_nulls in ((openai[name], True), (anthropic[name], False)):
+            props = schema["properties"]
+            sent = {k: _to_strict_value(v, props[k]) for k, v in sample.items()}
+            if fill_nulls:
+                sent = {k: sent.get(k) for k in props}
+            jsonschema.validate(sent, schema)
+            args, full = prepare_arguments(spec, sent)
+            assert not full
+            assert spec.input_model.model_validate(args) == expected, name
