@@ -88,6 +88,10 @@ def test_init_writes_a_valid_project_file(tmp_path: Path) -> None:
     assert load_project(tmp_path / "mig.yaml").model.target_precision == "fp16"
     again = _cli("init", str(tmp_path), cwd=tmp_path)
     assert again.returncode == 2 and "already exists" in again.stderr
+    # the untouched starting file already renders complete documents whose gaps say what to run
+    res = _cli("report", "mig.yaml", "--out", "docs", cwd=tmp_path)
+    assert res.returncode == 0 and "[with_gaps]" in res.stdout and "0 check problems" in res.stdout
+    assert _cli("report", "--check", "--out", "docs", cwd=tmp_path).returncode == 0
 
 
 def test_report_bad_project_is_exit_2(tmp_path: Path) -> None:
