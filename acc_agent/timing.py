@@ -78,16 +78,20 @@ def device_sync(kind: str = "auto") -> tuple[Sync | None, str]:
         kind = detected
     if kind == "none":
         return None, "none (disabled by the caller)"
-    torch: Any = sys.modules.get("torch")
-    if torch is None:
-        import torch as torch_mod
+    if kind not in ("cuda", "npu"):
+        raise ValueError(f"unknown sync kind {kind!r} (use auto, none, cuda or npu)")
+    import importlib
 
-        torch = torch_mod
-    if kind == "cuda":
-        return torch.cuda.synchronize, "torch.cuda.synchronize() before every timestamp"
-    if kind == "npu":
-        return torch.npu.synchronize, "torch.npu.synchronize() before every timestamp"
-    raise ValueError(f"unknown sync kind {kind!r}")
+    try:
+        torch: Any = importlib.import_module("torch")
+        if kind == "npu":
+            importlib.import_module("torch_npu")
+    except ImportError as exc:
+        raise RuntimeError(f"--sync {kind} needs {exc.name or 'torch'}, which is not importable here") from None
+    device = getattr(torch, kind, None)
+    if device is None or not device.is_available():
+        raise RuntimeError(f"--sync {kind}: torch.{kind} reports no available device")
+    return device.synchronize, f"torch.{kind}.synchronize() before every timestamp"
 
 
 class _StageBlock:

@@ -163,6 +163,12 @@ def test_bad_inputs_are_structured() -> None:
     with pytest.raises(AccAgentError) as e4:
         _measure(callable=f"{HERE}:spin", batch_sizes=[0, 4])
     assert e4.value.code == "invalid_batch"
+    import importlib.util
+
+    if importlib.util.find_spec("torch_npu") is None:  # CI machines have no Ascend stack
+        with pytest.raises(AccAgentError) as e6:
+            _measure(callable=f"{HERE}:spin", sync="npu")
+        assert e6.value.code == "sync_unavailable" and "torch_npu" in e6.value.message
     with pytest.raises(AccAgentError) as e5:
         _measure(from_log="/nonexistent/log.txt")
     assert e5.value.code == "file_not_found"

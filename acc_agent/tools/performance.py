@@ -454,6 +454,13 @@ def measure_performance(params: MeasurePerformanceInput) -> MeasurePerformanceOu
         ne = NotExecuted(reason=reason, missing_conditions=missing, command_template=_template(params))
         return MeasurePerformanceOutput(verdict="not_executed", summary=f"not_executed: {reason}", not_executed=ne,
                                         evidence=[Evidence(kind="setting", ref="trigger", detail=reason)])
+    if params.sync in ("cuda", "npu") and not params.from_log:
+        from acc_agent.timing import device_sync
+
+        try:
+            device_sync(params.sync)
+        except RuntimeError as exc:
+            raise AccAgentError("sync_unavailable", str(exc), hint="Use --sync auto (detects the device the code uses) or none.") from None
     notes = [batch_note] if batch_note else []
     evidence: list[Evidence] = []
     warmup_reason, iterations_reason = WARMUP_REASON, ITERATIONS_REASON
