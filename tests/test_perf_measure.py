@@ -65,7 +65,7 @@ def test_calibrated_workload_and_batch_1_added() -> None:
     assert [r.batch_size for r in out.results] == [1, 4]
     assert any("batch size 1 added" in n for n in out.notes)
     r1, r4 = out.results
-    assert 0.2 <= r1.p50_ms < 0.2 * 1.5 and 0.8 <= r4.p50_ms < 0.8 * 1.5
+    assert 0.2 <= r1.p50_ms < 0.2 * 2 and 0.8 <= r4.p50_ms < 0.8 * 2  # busy-wait: only preemption adds time
     assert r4.throughput == pytest.approx(4 / (r4.mean_ms / 1000))
     assert r4.throughput_unit == "samples/s" and len(r4.samples_ms) == 20 and r4.iterations == 20
     assert r4.p50_ms == pytest.approx(float(np.percentile(r4.samples_ms, 50)))
