@@ -41,7 +41,9 @@ INSTRUCTIONS = (
     "Every result has a verdict, a one-line summary and the evidence it used. Results are compact "
     "by default (long lists cut to the worst entries, the complete result in the JSON file named by "
     "compact.full_result); pass full_result=true to get everything inline. Bad input comes back as "
-    'an error result {"error": {"code", "message", "hint"}}: follow the hint.'
+    'an error result {"error": {"code", "message", "hint"}}: follow the hint. '
+    "The order of steps, stop rules and what each report needs are in the resource "
+    "skill://ascend-migration-check/SKILL.md (one skill://<name>/SKILL.md per step)."
 )
 
 
@@ -151,8 +153,48 @@ class AccAgentMCPServer(MCPServer):
             return await anyio.to_thread.run_sync(run_tool, spec, arguments)
 
 
+def _add_skill_resources(server: MCPServer) -> int:
+    """Offer the skill files as resources, for agents that speak MCP but do not load skill folders.
+
+    Absent skills (an install without the ``skills/`` folder) leave the tools working; nothing fails.
+    """
+    import yaml
+    from mcp.server.mcpserver.resources import FileResource
+
+    from acc_agent.commands.agents import skills_source
+
+    try:
+        root = skills_source()
+    except AccAgentError as err:
+        log.warning("no skill resources: %s", err.message)
+        return 0
+    count = 0
+    for skill_md in sorted(root.glob("*/SKILL.md")):
+        folder = skill_md.parent
+        try:
+            front = yaml.safe_load(skill_md.read_text(encoding="utf-8").split("---", 2)[1]) or {}
+        except (yaml.YAMLError, IndexError):
+            front = {}
+        description = str(front.get("description", "")) or None
+        for path in [skill_md, *sorted(folder.glob("references/*.md"))]:
+            relative = path.relative_to(root).as_posix()
+            server.add_resource(
+                FileResource(
+                    uri=f"skill://{relative}",
+                    name=relative,
+                    description=description if path == skill_md else f"Reference of the {folder.name} skill.",
+                    mime_type="text/markdown",
+                    path=path.resolve(),
+                )
+            )
+            count += 1
+    return count
+
+
 def build_server() -> AccAgentMCPServer:
-    return AccAgentMCPServer(all_tools())
+    server = AccAgentMCPServer(all_tools())
+    _add_skill_resources(server)
+    return server
 
 
 def serve() -> None:
