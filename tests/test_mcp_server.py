@@ -87,13 +87,12 @@ def test_mcp_server_lists_calls_and_survives_1000_calls(tmp_path: Path) -> None:
                 assert tool.description
 
             # The skills are offered as resources too, for agents without skill-folder support.
-            skills = sorted((Path(__file__).resolve().parents[1] / "skills").glob("*/SKILL.md"))
+            skills_root = Path(__file__).resolve().parents[1] / "skills"
             uris = {str(r.uri) for r in (await session.list_resources()).resources}
-            assert {f"skill://{p.parent.name}/SKILL.md" for p in skills} <= uris
+            assert {f"skill://{p.parent.name}/SKILL.md" for p in skills_root.glob("*/SKILL.md")} <= uris
             read = await session.read_resource("skill://ascend-migration-check/SKILL.md")
-            assert read.contents[0].text == skills[
-                [p.parent.name for p in skills].index("ascend-migration-check")
-            ].read_text(encoding="utf-8")
+            workflow = skills_root / "ascend-migration-check" / "SKILL.md"
+            assert read.contents[0].text == workflow.read_text(encoding="utf-8")
             assert "skill://ascend-migration-check/SKILL.md" in (init.instructions or "")
 
             # Every tool on its sample: a structured result valid under the declared output schema.
