@@ -318,3 +318,27 @@ def test_npz_and_tensor_dir_containers(tmp_path: Path) -> None:
     pairing = pair_entries(d, open_dump(other), None)  # type: ignore[arg-type]
     assert [(p.golden_name, p.method) for p in pairing.pairs] == [("a", "exact")]
     assert pairing.unmatched_golden == ["b"]
+
+
+def test_proc_folders_of_several_steps_pair_by_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = np.arange(8, dtype=np.float32)
+    for step in (0, 1):
+        write_dump(tmp_path / "g" / f"step{step}" / "proc111", {"Functional.x.0.forward.output.0": a + step})
+        write_dump(tmp_path / "t" / f"step{step}" / "proc222", {"Functional.x.0.forward.output.0": a + step})
+    _, out = run_cli(["compare-dumps", str(tmp_path / "g"), str(tmp_path / "t"), "--json"], capsys)
+    assert sorted(r["rank"] for r in out["rows"]) == ["step0", "step1"]
+    assert not out["unmatched_golden"] and not out["unmatched_target"]
+
+
+def test_statistics_only_dump_rows_are_skipped_with_reason(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    leaf = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2], "Max": 1.0, "Min": 0.0, "Mean": 0.5,
+            "Norm": 1.0}
+    for side in ("g", "t"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "dump.json").write_text(json.dumps({"task": "statistics", "level": "L1", "data": {
+            "Functional.relu.0.forward": {"input_args": [leaf], "input_kwargs": {}, "output": [leaf]}}}))
+    _, out = run_cli(["compare-dumps", str(tmp_path / "g"), str(tmp_path / "t"), "--json"], capsys)
+    names = sorted(r["name"] for r in out["rows"])
+    assert names == ["Functional.relu.0.forward.input.0", "Functional.relu.0.forward.output.0"]
+    assert all(r["status"] == "skipped" and "task 'tensor'" in r["message"] for r in out["rows"])

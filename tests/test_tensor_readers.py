@@ -176,3 +176,11 @@ def test_npy_header_dtype_and_shape_in_tensor_dir(tmp_path: Path) -> None:
     (entry,) = dump.entries  # type: ignore[union-attr]
     assert (entry.name, entry.dtype, entry.shape) == ("a", "float16", [2, 3])
     assert tensors.numpy_dtype("bfloat16") == np.dtype(ml_dtypes.bfloat16)
+
+
+def test_pt_fp8_kept_bit_exact(tmp_path: Path) -> None:
+    t = torch.tensor([0.5, -1.25, 3.0, 0.0]).to(torch.float8_e4m3fn)
+    torch.save(t, tmp_path / "f8.pt")
+    got = read_tensor(tmp_path / "f8.pt")
+    assert got.dtype == np.dtype(ml_dtypes.float8_e4m3fn)
+    assert np.array_equal(got.astype(np.float32), t.float().numpy())

@@ -303,9 +303,13 @@ def _rank_dirs(root: Path) -> dict[str, Path]:
         if not child.is_dir():
             continue
         if _STEP_DIR.match(child.name):
-            for sub in sorted(child.iterdir()):
-                if sub.is_dir() and _RANK_DIR.match(sub.name) and (sub / "dump.json").is_file():
-                    found[f"{child.name}/{sub.name}"] = sub
+            subs = [sub for sub in sorted(child.iterdir())
+                    if sub.is_dir() and _RANK_DIR.match(sub.name) and (sub / "dump.json").is_file()]
+            for sub in subs:
+                # A lone proc<pid> folder (non-distributed run) is keyed by its step only: the pid
+                # differs between the golden and the target run and must not block pairing.
+                lone_proc = len(subs) == 1 and sub.name.startswith("proc")
+                found[child.name if lone_proc else f"{child.name}/{sub.name}"] = sub
             if (child / "dump.json").is_file():
                 found[child.name] = child
         elif _RANK_DIR.match(child.name) and (child / "dump.json").is_file():
