@@ -161,3 +161,13 @@ def test_real_logs_a100_megatron_vs_npu_mindspeed(tmp_path: Path) -> None:
     assert row.target_ms == pytest.approx(float(np.median(npu_ms[1:])))
     assert row.ci_low is not None and row.ci_low < row.ratio < (row.ci_high or 0)
     assert out.verdict == "not_met" and any("iterations differs" in m for m in out.mismatches)
+
+
+def test_throughput_only_side_is_not_compared_on_latency(tmp_path: Path) -> None:
+    readme = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "logs" / "mindspore-ai-models__official_cv_ResNet_README.md"
+    log = tmp_path / "fps.log"
+    log.write_text("\n".join(ln for ln in readme.read_text(encoding="utf-8").splitlines() if "fps:" in ln) + "\n")
+    call_tool("measure_performance", {"from_log": str(log), "batch_sizes": [32], "out": str(tmp_path / "t.json")})
+    b = _results(tmp_path / "b.json", {32: _lognormal(20.0, 50, 1)}, scope="training_step")
+    out = call_tool("compare_performance", {"baseline": str(b), "target": str(tmp_path / "t.json")})
+    assert out.verdict == "not_comparable" and any("throughput-only" in m for m in out.mismatches)

@@ -150,6 +150,22 @@ def test_timings_from_a_real_mindspeed_log() -> None:
     assert any(e.ref == str(MINDSPEED) for e in out.evidence)
 
 
+def test_throughput_only_log(tmp_path: Path) -> None:
+    """Only the real `fps:` lines of the MindSpore ResNet README: throughput is reported, latency is N/A."""
+    readme = LOGS / "mindspore-ai-models__official_cv_ResNet_README.md"
+    lines = [ln for ln in readme.read_text(encoding="utf-8").splitlines() if "fps:" in ln]
+    log = tmp_path / "fps_only.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    fps = [float(v) for v in re.findall(r"fps: ([0-9.]+)", "\n".join(lines))]
+    out = _measure(from_log=str(log), batch_sizes=[32])
+    r = out.results[0]
+    assert out.verdict == "measured" and r.p50_ms is None and r.samples_ms == []
+    assert fps[0] < 0.5 * fps[1] and r.warmup == 1  # the real first value is warm-up
+    assert r.throughput == pytest.approx(float(np.median(fps[1:])))
+    assert any("latency statistics are N/A" in n for n in out.notes)
+    assert "latency N/A" in out.summary
+
+
 def test_bad_inputs_are_structured() -> None:
     with pytest.raises(AccAgentError) as e1:
         _measure(callable=f"{HERE}:spin", command="true")

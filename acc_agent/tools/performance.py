@@ -344,6 +344,18 @@ def _measure_log(p: MeasurePerformanceInput, batches: list[int]) -> tuple[list[B
     steps, thr, how = _log_timings(p.from_log)
     bs = batches[-1]
     notes = [f"batch size {bs} is taken from --batch-sizes (last entry): a log does not state it reliably"]
+    if len(steps) < 2 and thr:
+        from acc_agent.numerics.stats import summarize
+
+        twu = detect_warmup([1.0 / v if v > 0 else float("inf") for v in thr])  # slow = low throughput
+        row = BatchResult(batch_size=bs, status="ok", scope=p.scope or "training_step", warmup=twu.count,
+                          iterations=len(thr) - twu.count, throughput=summarize(thr[twu.count :]).p50,
+                          throughput_unit="as printed in the log (median of its throughput/FPS values)",
+                          warmup_detection=WarmupReport(configured=twu.count, rule=twu.rule, reason=(
+                              f"the run was not repeated: the first {twu.count} logged throughput value(s) were detected as "
+                              "warm-up (on 1/throughput) and excluded; --warmup does not apply to logs")))
+        notes.append(f"{p.from_log} has {len(thr)} throughput value(s) but no per-step times: latency statistics are N/A")
+        return [row], notes, how
     if len(steps) < 2:
         return [_error_row(bs, p, f"{p.from_log}: {how}; found {len(steps)} step time(s), need at least 2")], notes, how
     wu = detect_warmup(steps)
@@ -390,7 +402,9 @@ def _environment() -> dict[str, str | None]:
 def _summary(out: MeasurePerformanceOutput) -> str:
     ok = [r for r in out.results if r.status == "ok"]
     parts = [f"bs {r.batch_size}: p50 {r.p50_ms:.3f} ms, p95 {r.p95_ms:.3f} ms, {r.throughput:.1f} {r.throughput_unit}"
-             for r in ok if r.p50_ms is not None and r.p95_ms is not None and r.throughput is not None]
+             if r.p50_ms is not None and r.p95_ms is not None
+             else f"bs {r.batch_size}: latency N/A, throughput {r.throughput:.1f} ({r.throughput_unit})"
+             for r in ok if r.throughput is not None]
     bad = [r for r in out.results if r.status == "error"]
     text = "; ".join(parts)
     if bad:
@@ -409,7 +423,9 @@ def _render_measure(out: MeasurePerformanceOutput) -> str:
         lines.append(f"  scope: {s.scope_description}")
         lines.append(f"  warmup {s.warmup}, iterations {s.iterations}, sync: {s.synchronisation}")
     for r in out.results:
-        if r.status == "ok":
+        if r.status == "ok" and r.p50_ms is None:
+            lines.append(f"  bs {r.batch_size:>4}: latency N/A, throughput {r.throughput:.2f} {r.throughput_unit}")
+        elif r.status == "ok":
             lines.append(f"  bs {r.batch_size:>4}: p50 {r.p50_ms:9.3f}  p95 {r.p95_ms:9.3f}  p99 {r.p99_ms:9.3f}  mean {r.mean_ms:9.3f} ms"
                          f"  {r.throughput:10.2f} {r.throughput_unit}  outliers {r.outliers.count if r.outliers else 0}")
             for name, st in r.stages.items():
@@ -611,7 +627,10 @@ def compare_performance(params: ComparePerformanceInput) -> ComparePerformanceOu
     for bsz in shared:
         b, t = bmap[bsz], tmap[bsz]
         bv, tv = _stat_value(b, params.statistic), _stat_value(t, params.statistic)
-        assert bv is not None and tv is not None
+        if bv is None or tv is None:
+            mismatches.append(f"batch {bsz}: no {params.statistic} latency on the {'baseline' if bv is None else 'target'} side "
+                              "(a throughput-only log); not compared")
+            continue
         row = RatioRow(batch_size=bsz, statistic=params.statistic, baseline_ms=bv, target_ms=tv, ratio=tv / bv,
                        baseline_throughput=b.throughput, target_throughput=t.throughput,
                        throughput_ratio=(t.throughput / b.throughput) if b.throughput and t.throughput else None)
@@ -624,6 +643,8 @@ def compare_performance(params: ComparePerformanceInput) -> ComparePerformanceOu
             row.ci_method = "not available: a side has fewer than 2 raw timings"
             row.met = row.ratio <= params.target_ratio
         rows.append(row)
+    if not rows:
+        return result("not_comparable", "not_comparable: no batch size has latency on both sides", mismatches=mismatches)
     if any(r.met is False for r in rows):
         verdict: Literal["met", "not_met", "inconclusive"] = "not_met"
     elif any(r.met is None for r in rows):
