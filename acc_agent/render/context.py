@@ -337,12 +337,20 @@ def _perf_index(r: SkillResult) -> dict[int, dict[str, Any]]:
     return idx
 
 
+def _ratio_rows(comp: SkillResult) -> dict[int, dict[str, Any]]:
+    """compare_performance's per-batch ratios (with confidence intervals), by batch size."""
+    if not (comp.ok and comp.output is not None):
+        return {}
+    return {row["batch_size"]: row for row in comp.output.get("rows") or []
+            if isinstance(row, dict) and isinstance(row.get("batch_size"), int)}
+
+
 def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     p = wf.project
     perf = p.performance
-    gpu_r, npu_r = wf.get("baseline_perf"), wf.get("target_perf")
-    gpu, npu = _perf_index(gpu_r), _perf_index(npu_r)
-    cpu_cell = c.na("CPU baseline not requested (seed 002: CPU only when the project asks for it)")
+    gpu_r, npu_r, comp = wf.get("baseline_perf"), wf.get("target_perf"), wf.get("performance")
+    gpu, npu, ratios = _perf_index(gpu_r), _perf_index(npu_r), _ratio_rows(comp)
+    cpu_cell = c.na(c.t("na_no_cpu"))
     rows = []
     kpi = p.thresholds.latency_p50_ms
     met_flags: list[bool] = []
@@ -350,22 +358,27 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     for bs in batches:
         for metric, key, unit in (("p50", "p50_ms", "ms"), ("p95", "p95_ms", "ms"), ("throughput", "throughput", "samples/s")):
             gv, nv = _finite(dig(gpu.get(bs), key)), _finite(dig(npu.get(bs), key))
-            gcell = c.val(f"{fmt_num(gv)} {unit}") if gv is not None else (
-                c.gap(gpu_r) if not gpu_r.ok else c.na(f"batch {bs} not measured"))
-            ncell = c.val(f"{fmt_num(nv)} {unit}") if nv is not None else (
-                c.gap(npu_r) if not npu_r.ok else c.na(f"batch {bs} not measured"))
-            ratio = c.val(f"{fmt_num(nv / gv, 3)}×") if gv and nv is not None else c.na("needs both sides")
-            target = c.na("no KPI")
-            met = c.na("no KPI")
+            not_measured = c.na(c.t("na_batch_not_measured").format(bs=bs))
+            gcell = c.val(f"{fmt_num(gv)} {unit}") if gv is not None else (c.gap(gpu_r) if not gpu_r.ok else not_measured)
+            ncell = c.val(f"{fmt_num(nv)} {unit}") if nv is not None else (c.gap(npu_r) if not npu_r.ok else not_measured)
+            rr = ratios.get(bs)
+            if metric == "p50" and rr and rr.get("statistic") == "p50" and _finite(rr.get("ratio")) is not None:
+                ci = (f" [{fmt_num(rr['ci_low'], 3)}, {fmt_num(rr['ci_high'], 3)}]"
+                      if _finite(rr.get("ci_low")) is not None and _finite(rr.get("ci_high")) is not None else "")
+                ratio = c.val(f"{fmt_num(rr['ratio'], 3)}×{ci}")
+            elif metric == "throughput" and rr and _finite(rr.get("throughput_ratio")) is not None:
+                ratio = c.val(f"{fmt_num(rr['throughput_ratio'], 3)}×")
+            else:
+                ratio = c.val(f"{fmt_num(nv / gv, 3)}×") if gv and nv is not None else c.na(c.t("na_both_sides"))
+            target = met = c.na(c.t("na_no_kpi"))
             if metric == "p50" and kpi is not None and bs == min(batches):
-                target = c.val(f"≤ {fmt_num(kpi)} ms", "mig.yaml thresholds.latency_p50_ms")
+                target = c.val(f"≤ {fmt_num(kpi)} ms")
                 if nv is not None:
                     met_flags.append(nv <= kpi)
                     met = c.word("yes") if nv <= kpi else c.word("no")
                 else:
-                    met = c.na("NPU latency not measured")
-            rows.append([c.val(f"{metric} (batch {bs})"), cpu_cell, gcell, ncell, c.na("no CPU baseline"), ratio, target, met])
-    comp = wf.get("performance")
+                    met = c.na(c.t("na_npu_not_measured"))
+            rows.append([c.val(f"{metric} (batch {bs})"), cpu_cell, gcell, ncell, c.na(c.t("na_no_cpu")), ratio, target, met])
     if met_flags:
         verdict: str | None = "met" if all(met_flags) else "not_met"
     elif comp.ok and comp.output is not None and kpi is None:
@@ -374,40 +387,56 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     else:
         verdict = None
     settings = npu_r.output["results"][0] if npu_r.ok and npu_r.output and npu_r.output.get("results") else {}
-    missing = []
-    if not perf.triggered:
-        missing.append("the user has not asked for performance work and mig.yaml has no latency/throughput KPI "
-                       "(set performance.triggered: true with a reason)")
-    if not p.artefacts.target_perf:
-        missing.append("no NPU timing result (artefacts.target_perf)")
-    if not p.artefacts.baseline_perf:
-        missing.append("no baseline timing result (artefacts.baseline_perf), collected via Mig_Readme §2.6")
     inference = p.entry.inference or "<inference command>"
     template = (f"acc-agent measure-performance --command {shlex.quote(inference)} "
                 f"--batch-sizes {','.join(str(b) for b in perf.batch_sizes)} --warmup {perf.warmup} "
-                f"--iterations {perf.iterations} --json > perf/npu_target.json")
+                f"--iterations {perf.iterations} --scope {perf.scope} --out perf/npu_target.json")
+    missing = []
+    not_exec = dig(npu_r.output, "not_executed") if npu_r.ok else None
+    reason = c.val(perf.reason or "—", "mig.yaml performance.reason")
+    if isinstance(not_exec, dict):  # measure_performance itself declined (seed 002 §7.0) and said why
+        reason = c.val(str(not_exec.get("reason", "")), p.artefacts.target_perf)
+        missing += [str(m) for m in not_exec.get("missing_conditions") or []]
+        template = str(not_exec.get("command_template") or template)
+    if not perf.triggered:
+        missing.append(c.t("miss_not_triggered"))
+    if not p.artefacts.target_perf:
+        missing.append(c.t("miss_target_perf"))
+    if not p.artefacts.baseline_perf:
+        missing.append(c.t("miss_baseline_perf"))
+    causes = [str(x) for x in (comp.output or {}).get("likely_causes") or []] if comp.ok else []
+    if perf.bottleneck:
+        bottleneck = c.val(perf.bottleneck, "mig.yaml performance.bottleneck")
+    elif causes:
+        bottleneck = c.val("; ".join(causes[:2]), comp.command)
+    else:
+        bottleneck = c.na(c.t("na_no_bottleneck"), comp.command if not comp.ok else "")
+    tsrc = p.artefacts.target_perf if settings else ""
     return {
+        "cpu_note": c.na(c.t("na_cpu_not_requested")),
         "executed": perf.triggered and bool(npu),
         "triggered": perf.triggered,
-        "reason": c.val(perf.reason or "—", "mig.yaml performance.reason"),
+        "reason": reason,
         "missing": [c.val(m) for m in missing],
         "template": code(template),
         "rows": rows,
         "verdict": verdict,
-        "scope": c.val(str(settings.get("scope") or perf.scope), p.artefacts.target_perf if settings else "mig.yaml performance.scope"),
-        "warmup": c.val(str(settings.get("warmup", perf.warmup)), p.artefacts.target_perf if settings else "mig.yaml performance.warmup"),
-        "iterations": c.val(str(settings.get("iterations", perf.iterations)), p.artefacts.target_perf if settings else "mig.yaml performance.iterations"),
+        "scope": c.val(str(settings.get("scope") or perf.scope), tsrc or "mig.yaml performance.scope"),
+        "warmup": c.val(str(settings.get("warmup", perf.warmup)), tsrc or "mig.yaml performance.warmup"),
+        "iterations": c.val(str(settings.get("iterations", perf.iterations)), tsrc or "mig.yaml performance.iterations"),
         "batches": c.val(", ".join(str(b) for b in batches)),
         "concurrency": c.val(perf.concurrency),
         "throughput_def": c.val(str(settings.get("throughput_unit") or "samples/s = batch_size / mean latency")),
-        "reproducibility": c.val(perf.reproducibility) if perf.reproducibility else c.na("mig.yaml performance.reproducibility is empty"),
+        "reproducibility": c.val(perf.reproducibility) if perf.reproducibility else c.na(c.t("na_no_repro")),
         "stages": [[c.val(s.get("stage", "")), c.val(s.get("time_ms", "")), c.val(s.get("source", ""))] for s in perf.stages],
-        "bottleneck": c.val(perf.bottleneck) if perf.bottleneck else c.na("no bottleneck analysis yet (mig.yaml performance.bottleneck)"),
+        "bottleneck": bottleneck,
+        "mismatches": [c.val(str(m)) for m in (comp.output or {}).get("mismatches") or []] if comp.ok else [],
         "compare": c.val(f"[{comp.output.get('verdict')}] {comp.output.get('summary', '')}", comp.command)
         if comp.ok and comp.output else c.gap(comp),
         "sources": [x for x in (p.artefacts.baseline_perf, p.artefacts.target_perf) if x],
         "table_sources": Markup(", ".join(f"{md_escape(c.t(label))} {code(src)}" for label, src in (
             ("lbl_gpu_baseline", p.artefacts.baseline_perf), ("lbl_npu", p.artefacts.target_perf),
+            ("lbl_ratio", comp.command if comp.ok else ""),
             ("lbl_target", "mig.yaml thresholds.latency_p50_ms" if kpi is not None else "")) if src)),
     }
 
