@@ -611,6 +611,9 @@ def compare_performance(params: ComparePerformanceInput) -> ComparePerformanceOu
         ("source", bs_.source, ts_.source),
         ("throughput definition", bs_.throughput_definition, ts_.throughput_definition),
         ("synchronisation", bs_.synchronisation, ts_.synchronisation),
+        ("statistics", bs_.statistics, ts_.statistics),
+        ("percentile method", bs_.percentile_method, ts_.percentile_method),
+        ("concurrency", bs_.concurrency, ts_.concurrency),
     ]
     for name, bval, tval in pairs:
         if bval != tval:
