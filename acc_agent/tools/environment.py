@@ -188,13 +188,15 @@ def _package_checks(target: str, pkgs: dict[str, str | None], source: str) -> li
         )
     ]
     if target == "npu":
+        torch_release = ".".join(map(str, V.base_version(torch_v) or ())) if torch_v else ""
+        install = f"pip install 'torch_npu=={torch_release}.*'" if torch_release else "pip install torch torch_npu"
         checks.append(
             Check(
                 name="torch_npu",
                 status="ok" if npu_v else "fail",
                 value=npu_v,
                 reason="torch_npu is installed" if npu_v else "torch_npu (the Ascend adapter for PyTorch) is not installed",
-                fix=None if npu_v else f"pip install torch_npu=={'.'.join(map(str, V.base_version(torch_v) or ()))}.*" if torch_v else "pip install torch torch_npu",
+                fix=None if npu_v else install,
                 source=source,
             )
         )
