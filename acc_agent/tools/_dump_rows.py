@@ -39,8 +39,14 @@ class Job:
 
 
 def row_precision(user: str | None, target_dtype: str | None) -> str:
-    """Precision a row is judged at: the user's, else the target tensor's dtype, else FP16."""
-    return tol.normalize_precision(user) or tol.precision_of_dtype(target_dtype) or tol.DEFAULT_PRECISION
+    """Precision a row is judged at: the user's; else BF16 for a bf16 tensor; else FP16, the default target.
+
+    A float32 tensor does not imply an FP32 run: emulated or mixed-precision runs store fp16-rounded
+    values as float32, and judging those with FP32's atol=1e-5 flags rounding noise as errors.
+    """
+    if user:
+        return tol.normalize_precision(user) or tol.DEFAULT_PRECISION
+    return "bf16" if tol.precision_of_dtype(target_dtype) == "bf16" else tol.DEFAULT_PRECISION
 
 
 def judge(m: TensorMetrics) -> tuple[RowStatus, str]:

@@ -39,8 +39,8 @@ class CompareDumpsInput(ToolInput):
                                                           "maps a name prefix).")
     csv: str | None = Field(default=None, description="Write the full table here, with msprobe's column names.")
     precision: Literal["fp16", "bf16", "fp32"] | None = Field(
-        default=None, description="Target precision for tolerances; default: each target tensor's dtype (FP16 "
-                                  "when it is not a float type).")
+        default=None, description="Target precision for tolerances; default FP16 (the default migration "
+                                  "target), BF16 for bf16 tensors. Pass fp32 for an FP32 run.")
     top: int = Field(default=DEFAULT_TOP, ge=1, description="Rows kept inline (the worst first); the CSV has all.")
     all_rows: bool = Field(default=False, description="Return every row (and every unmatched name) inline instead "
                                                       "of the worst --top.")
