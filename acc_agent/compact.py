@@ -161,10 +161,16 @@ def compact_result(
     else:
         keep = max_items
         candidate = _shrink(complete, "", keep, notes)
-        while _size(candidate) > budget_bytes and keep > 1:
-            keep = max(1, math.floor(keep / 2))
-            notes = {}
-            candidate = _shrink(complete, "", keep, notes)
+        size = _size(candidate)
+        while size > budget_bytes and keep > 1:
+            # Halve the lists until the result fits; stop when halving no longer helps (the bulk
+            # is elsewhere), so lists are not cut to nothing for no gain.
+            smaller_notes: dict[str, Any] = {}
+            smaller = _shrink(complete, "", max(1, math.floor(keep / 2)), smaller_notes)
+            smaller_size = _size(smaller)
+            if smaller_size > 0.9 * size:
+                break
+            keep, candidate, notes, size = max(1, math.floor(keep / 2)), smaller, smaller_notes, smaller_size
     if not notes:
         return complete
     path = write_full_result(spec.name, complete, directory)

@@ -128,6 +128,8 @@ def test_default_compare_dumps_result_for_2000_rows_is_under_20_kb(tmp_path: Pat
     assert out["verdict"] == "fail"
     assert out["rows"] and out["rows"][0]["status"] != "pass"
     assert all(int(r["name"].split(".")[2]) >= 1500 for r in out["rows"] if r["status"] != "pass")
+    # The pointer to the fault survives compaction unchanged.
+    assert out["first_divergence"] == result.model_dump(mode="json")["first_divergence"]
     # Nothing is lost: every row is on disk, in the tool's CSV and/or the compact full result.
     assert out["rows_total"] == 2000
     on_disk = [p for p in (out.get("csv_path"), out.get("compact", {}).get("full_result")) if p]
@@ -147,3 +149,11 @@ def test_status_words_of_the_tools_rank_worst_first(status: str, worse_than: str
 
     assert _severity({"status": status}) < _severity({"status": worse_than})
     assert _severity({"status": "nan_check"}) == _severity({"status": "pass"})  # "na" is a whole word only
+
+
+def test_lists_are_not_cut_for_no_gain_when_the_bulk_is_elsewhere() -> None:
+    with fake.registered() as spec:
+        # 30 rows (small) next to a 4,000-character text: halving the rows again cannot reach the budget.
+        result = spec.run({"path": "p", "n": 30, "text_len": 3_900})
+        out = compact_result(spec, result, budget_bytes=2_000)
+        assert len(out["rows"]) >= 5
