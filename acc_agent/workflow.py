@@ -35,6 +35,8 @@ class SkillResult:
     output: dict[str, Any] | None = None
     reason: str = ""
     source: str = ""
+    why_key: str = ""  # i18n key of ``reason`` so reports can say it in the document's language
+    why_args: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -176,20 +178,23 @@ def run_plan(project: Project, plan: SkillPlan) -> SkillResult:
         return saved
     missing = [k for k, v in plan.needs.items() if not v]
     if missing:
-        return SkillResult(plan.slot, plan.tool, "missing_input", cmd,
-                           reason="not configured: artefacts." + ", artefacts.".join(missing) + " in mig.yaml")
+        fields_ = "artefacts." + ", artefacts.".join(missing)
+        return SkillResult(plan.slot, plan.tool, "missing_input", cmd, reason=f"not configured: {fields_} in mig.yaml",
+                           why_key="r_not_configured", why_args={"fields": fields_})
     for key, value in plan.needs.items():
         path = project.resolve(value)
         if path is not None and not path.exists():
             return SkillResult(plan.slot, plan.tool, "missing_input", cmd,
-                               reason=f"artefacts.{key} points to {value}, which does not exist")
+                               reason=f"artefacts.{key} points to {value}, which does not exist",
+                               why_key="r_path_missing", why_args={"key": key, "value": value})
     from acc_agent.registry import get_tool
 
     try:
         spec = get_tool(plan.tool)
     except AccAgentError:
         return SkillResult(plan.slot, plan.tool, "missing_tool", cmd,
-                           reason=f"the {plan.tool} tool is not available in this installation")
+                           reason=f"the {plan.tool} tool is not available in this installation",
+                           why_key="r_tool_missing", why_args={"tool": plan.tool})
     fields = spec.input_model.model_fields
     args: dict[str, Any] = {}
     for name, value in zip(spec.positional, plan.positional, strict=False):
@@ -200,10 +205,12 @@ def run_plan(project: Project, plan: SkillPlan) -> SkillResult:
     try:
         out = spec.run(args)
     except AccAgentError as err:
-        return SkillResult(plan.slot, plan.tool, "error", cmd, reason=f"{plan.tool} refused its input: {err.message}")
+        return SkillResult(plan.slot, plan.tool, "error", cmd, reason=f"{plan.tool} refused its input: {err.message}",
+                           why_key="r_tool_refused", why_args={"tool": plan.tool, "message": err.message})
     except Exception as exc:  # a tool bug must not cost the engineer the other documents
         return SkillResult(plan.slot, plan.tool, "error", cmd,
-                           reason=f"{plan.tool} failed: {type(exc).__name__}: {exc}")
+                           reason=f"{plan.tool} failed: {type(exc).__name__}: {exc}",
+                           why_key="r_tool_failed", why_args={"tool": plan.tool, "message": f"{type(exc).__name__}: {exc}"})
     return SkillResult(plan.slot, plan.tool, "ok", cmd, output=out.model_dump(mode="json"), source=f"`{cmd}`")
 
 
@@ -215,7 +222,8 @@ def read_perf_file(project: Project, key: str) -> SkillResult:
         f" --iterations {project.performance.iterations} --json > <{key}.json>"
     if not rel:
         return SkillResult(key, "measure_performance", "missing_input", cmd,
-                           reason=f"not configured: artefacts.{key} in mig.yaml")
+                           reason=f"not configured: artefacts.{key} in mig.yaml",
+                           why_key="r_not_configured", why_args={"fields": f"artefacts.{key}"})
     path = project.resolve(rel)
     assert path is not None
     try:

@@ -37,7 +37,10 @@ class Ctx:
         return Markup(text)
 
     def gap(self, result: SkillResult) -> Markup:
-        return self.na(result.reason or f"{result.tool}: {result.status}", result.command)
+        reason = result.reason or f"{result.tool}: {result.status}"
+        if result.why_key:
+            reason = self.t(result.why_key).format(**result.why_args)
+        return self.na(reason, result.command)
 
     def val(self, text: Any, source: str = "") -> Markup:
         body = md_escape(fmt_num(text) if isinstance(text, float) else text)
@@ -138,14 +141,14 @@ def build_baseline(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         if log_path is not None and log_path.is_file():
             source = "cpu_log" if a.baseline_log_is_cpu else "project_log"
             log = a.baseline_log
-            reason = "mig.yaml artefacts.baseline_log names a complete training log; it is quoted, not rerun"
+            reason = c.t("b_quoted")
         elif a.gpu_available:
             source, log = "gpu_measured", ""
-            reason = "no project training log; the user collects the GPU baseline with Mig_Readme §2.6"
+            reason = c.t("b_gpu")
         else:
             source, log = "na", ""
-            reason = "no project training log and no GPU available: no comparison is made rather than a misleading one"
-        reason += f" (select_baseline not run: {r.reason})"
+            reason = c.t("b_na")
+        reason += " (" + c.t("b_not_run").format(why=r.reason) + ")"
         origin = "mig.yaml"
     if source not in ("project_log", "gpu_measured", "cpu_log", "na"):
         source = "na"
@@ -153,7 +156,7 @@ def build_baseline(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     return {
         "code": source,
         "label": Markup(f"{code(source)} {md_escape(c.t('src_' + source))}"),
-        "log": code(log) if log else c.na("no baseline log" if source != "project_log" else "log path not given"),
+        "log": code(log) if log else c.na(c.t("na_no_baseline_log") if source != "project_log" else "log path not given"),
         "reason": c.val(reason, origin if origin != "mig.yaml" else "mig.yaml"),
         "quoted": source in ("project_log", "cpu_log"),
         "rows26": rows26,
@@ -166,7 +169,7 @@ def _interface_rows(c: Ctx, p: Project, r: SkillResult) -> list[list[Any]]:
     batch = str(p.model.batch_size) if p.model.batch_size else c.t("sc_as_target")
     weights = e.checkpoint or c.t("sc_as_target")
     if e.baseline_inference or e.baseline_train:
-        na = c.na("entry.baseline_inference / entry.baseline_train not set in mig.yaml")
+        na = c.na(c.t("na_no_baseline_entry"))
         return [
             [c.word("sc_gpu_infer"), "GPU", code(e.baseline_inference) if e.baseline_inference else na,
              f"CUDA_VISIBLE_DEVICES=0, --device cuda, batch {batch}, weights {weights}", c.word("p_inference_acceptance"),
@@ -183,7 +186,7 @@ def _interface_rows(c: Ctx, p: Project, r: SkillResult) -> list[list[Any]]:
                          c.val(str(row.get("aligns_with", ""))), c.val(str(row.get("notes", "")))])
     if rows:
         return rows
-    why = c.na("no baseline command: set entry.baseline_inference / entry.baseline_train in mig.yaml",
+    why = c.na(c.t("na_no_baseline_cmd"),
                r.command if not r.ok else "acc-agent select-baseline . --entry <script>")
     return [[c.word("sc_gpu_infer"), "GPU", why, why, c.word("p_inference_acceptance"), c.word("sc_note_infer")]]
 
@@ -191,9 +194,9 @@ def _interface_rows(c: Ctx, p: Project, r: SkillResult) -> list[list[Any]]:
 def build_datasets(c: Ctx, p: Project) -> list[list[Markup]]:
     rows = []
     for d in p.datasets:
-        same = c.word("yes") if d.same_as_baseline else c.word("no") if d.same_as_baseline is False else c.na("not stated")
+        same = c.word("yes") if d.same_as_baseline else c.word("no") if d.same_as_baseline is False else c.na(c.t("na_not_stated"))
         rows.append([c.word("p_" + d.purpose), c.val(d.dataset), c.val(d.subset or "—"), same,
-                     code(d.path) if d.path else c.na("no local path")])
+                     code(d.path) if d.path else c.na(c.t("na_no_local_path"))])
     return rows
 
 
@@ -209,8 +212,8 @@ def build_thresholds(c: Ctx, p: Project) -> dict[str, Markup]:
         "atol": c.val(fmt_num(atol), tol_src),
         "precision": c.val(p.model.target_precision, "mig.yaml model.target_precision"),
         "latency_kpi": c.val(f"{fmt_num(t.latency_p50_ms)} ms", "mig.yaml thresholds.latency_p50_ms")
-        if t.latency_p50_ms is not None else c.na("no latency KPI in mig.yaml thresholds.latency_p50_ms"),
-        "target_log": code(p.artefacts.target_log) if p.artefacts.target_log else c.na("artefacts.target_log not configured"),
+        if t.latency_p50_ms is not None else c.na(c.t("na_no_latency_kpi")),
+        "target_log": code(p.artefacts.target_log) if p.artefacts.target_log else c.na(c.t("na_no_target_log")),
     }
 
 
@@ -235,7 +238,7 @@ def build_training(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         diff = tg[1] - b[1]
         out["diff"] = c.val(f"{fmt_num(diff)} ({fmt_num(diff / b[1] * 100 if b[1] else float('nan'), 3)} %)")
     else:
-        out["diff"] = c.na("needs both logs parsed")
+        out["diff"] = c.na(c.t("na_both_logs"))
     first = _finite(dig(wf.get("target_log").output, "series", metric, 0, "value")) if wf.get("target_log").ok else None
     out["finite_first_loss"] = first
     sr = wf.get("short_run")
@@ -243,7 +246,7 @@ def build_training(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         drop = _finite(sr.output.get("relative_drop"))
         ws, we = dig(sr.output, "window", "start_step"), dig(sr.output, "window", "end_step")
         src = f"{p.artefacts.target_log}, steps {ws}–{we}; {sr.command}"
-        out["short_run"] = (c.val(f"{drop * 100:.1f} %", src) if drop is not None else c.na("relative_drop not computable", sr.command))
+        out["short_run"] = (c.val(f"{drop * 100:.1f} %", src) if drop is not None else c.na(c.t("na_drop"), sr.command))
         out["short_run_verdict"] = str(sr.output.get("verdict"))
         out["short_run_summary"] = c.val(str(sr.output.get("summary", "")))
     else:
@@ -275,9 +278,9 @@ def build_golden(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         mae = _finite(dig(erow, "max_abs_err")) if erow else None
         rows.append([
             code(key),
-            c.val(gsum) if gsum else c.na("golden outputs not readable"),
-            c.val(tsum) if tsum else c.na("target outputs missing", ""),
-            c.val(mae) if mae is not None else (c.gap(r) if not r.ok else c.na("not computed for this output")),
+            c.val(gsum) if gsum else c.na(c.t("na_golden_unreadable")),
+            c.val(tsum) if tsum else c.na(c.t("na_target_outputs"), ""),
+            c.val(mae) if mae is not None else (c.gap(r) if not r.ok else c.na(c.t("na_not_computed"))),
         ])
     verdict = str(r.output.get("verdict")) if r.ok and r.output else None
     nan_free = None
@@ -316,10 +319,10 @@ def build_dumps(c: Ctx, wf: WorkflowResult, limit: int = 40) -> dict[str, Any]:
         "ok": True, "rows": rows, "verdict": str(out.get("verdict")),
         "total": len(out.get("rows") or []), "shown": len(rows),
         "first": c.val(str(fd.get("name")), r.command) if isinstance(fd, dict) and fd.get("name")
-        else c.val("none found", r.command),
+        else c.val(c.t("v_none_found"), r.command),
         "first_name": fd.get("name") if isinstance(fd, dict) else None,
         "first_reason": c.val(str(fd.get("reason") or "")) if isinstance(fd, dict) else Markup(""),
-        "category": code(str(cat)) if cat else c.na("no diagnosis in the result"),
+        "category": code(str(cat)) if cat else c.na(c.t("na_no_diagnosis")),
         "explanation": c.val(str(dig(out, "diagnosis", "explanation") or "")),
         "next_actions": [c.val(str(a)) for a in (dig(out, "diagnosis", "next_actions") or [])],
         "summary": c.val(str(out.get("summary", "")), r.command),
@@ -453,12 +456,12 @@ def build_environment(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
             if ch.get("fix"):
                 why += f" — fix: {ch['fix']}"
             checks.append([code(str(ch.get("name", ""))), c.val(str(ch.get("status", ""))),
-                           c.val(str(ch["value"])) if ch.get("value") not in (None, "") else c.na("not found"),
+                           c.val(str(ch["value"])) if ch.get("value") not in (None, "") else c.na(c.t("na_not_found")),
                            c.val(why or "—"), code(str(ch["source"]).replace(base, "")) if ch.get("source") else c.val("—")])
     versions = []
     for group in ("versions", "system"):
         for key, value in sorted((r.output.get(group) or {}).items()):
-            versions.append([c.val(key), c.val(str(value)) if value not in (None, "") else c.na("not found")])
+            versions.append([c.val(key), c.val(str(value)) if value not in (None, "") else c.na(c.t("na_not_found"))])
     return {"verdict": c.val(f"{r.output.get('verdict')} — {r.output.get('summary', '')}", r.command),
             "checks": checks, "versions": versions, "code": r.output.get("verdict")}
 
@@ -476,25 +479,25 @@ def build_verification(c: Ctx, wf: WorkflowResult, tr: dict[str, Any], golden: d
 
     def attested(key: str) -> Markup | None:
         ev = att.get(key)  # type: ignore[call-overload]
-        return c.val("attested", f"mig.yaml attested.{key}: {ev.ref}") if ev is not None and ev.done else None
+        return c.val(c.t("v_attested"), f"mig.yaml attested.{key}: {ev.ref}") if ev is not None and ev.done else None
 
     ev = attested("code_migration")
-    boxes.append(_box(c, "code_migration", ev is not None, ev or c.na("no evidence: set attested.code_migration with a ref")))
+    boxes.append(_box(c, "code_migration", ev is not None, ev or c.na(c.t("na_no_code_evidence"))))
     ev = attested("npu_load")
     if ev is None and dumps["ok"]:
-        ev = c.val("target dump holds a complete forward", p.artefacts.target_dump)
-    boxes.append(_box(c, "npu_load", ev is not None, ev or c.na("no target dump and no attested.npu_load")))
+        ev = c.val(c.t("v_target_dump"), p.artefacts.target_dump)
+    boxes.append(_box(c, "npu_load", ev is not None, ev or c.na(c.t("na_no_target_dump"))))
     ev = attested("inference_smoke")
     if ev is None and golden["nan_free"] is True:
-        ev = c.val("golden outputs compared, no NaN/Inf on the NPU side", wf.get("golden").command)
-    boxes.append(_box(c, "inference_smoke", ev is not None, ev or c.na("needs compare_tensors on golden outputs", wf.get("golden").command)))
+        ev = c.val(c.t("v_golden_nan_free"), wf.get("golden").command)
+    boxes.append(_box(c, "inference_smoke", ev is not None, ev or c.na(c.t("na_needs_golden"), wf.get("golden").command)))
     g_ok = golden["verdict"] == "pass"
     boxes.append(_box(c, "golden", g_ok, c.val(f"compare_tensors verdict: {golden['verdict']}", wf.get("golden").command)
                       if golden["verdict"] else c.gap(wf.get("golden"))))
     ev = attested("training_smoke")
     if ev is None and tr.get("finite_first_loss") is not None:
-        ev = c.val("first loss of the target log is finite", f"{p.artefacts.target_log}, first step")
-    boxes.append(_box(c, "training_smoke", ev is not None, ev or c.na("target log not parsed", wf.get("target_log").command)))
+        ev = c.val(c.t("v_first_loss"), f"{p.artefacts.target_log}, first step")
+    boxes.append(_box(c, "training_smoke", ev is not None, ev or c.na(c.t("na_target_not_parsed"), wf.get("target_log").command)))
     srv = tr.get("short_run_verdict")
     boxes.append(_box(c, "short_run", srv == "pass", c.val(f"judge_short_run verdict: {srv}", wf.get("short_run").command)
                       if srv else c.gap(wf.get("short_run"))))
@@ -502,12 +505,10 @@ def build_verification(c: Ctx, wf: WorkflowResult, tr: dict[str, Any], golden: d
     boxes.append(_box(c, "formal_training", cv in ("pass", "match", "identical"), c.val(f"compare_loss_curves verdict: {cv}", wf.get("loss_curves").command)
                       if cv else c.gap(wf.get("loss_curves"))))
     ev = attested("full_accuracy")
-    boxes.append(_box(c, "full_accuracy", ev is not None, ev or c.na("no full-accuracy evaluation result; attest it with "
-                                                                     "attested.full_accuracy and the evaluation log")))
+    boxes.append(_box(c, "full_accuracy", ev is not None, ev or c.na(c.t("na_no_full_acc"))))
     pv = perf["verdict"]
     boxes.append(_box(c, "performance", pv == "met", c.val(f"performance: {pv}", ", ".join(perf["sources"]))
-                      if pv else c.na("no performance verdict: " + ("no KPI and no compare_performance result"
-                                                                    if perf["triggered"] else "performance not triggered"))))
+                      if pv else c.na(c.t("na_perf_no_result" if perf["triggered"] else "na_perf_not_triggered"))))
     return boxes
 
 
@@ -534,7 +535,8 @@ def build_context(wf: WorkflowResult, lang: str, plots: dict[str, str] | None = 
         accuracy = "not_met"
     ov = overall(accuracy, perf["verdict"])
     status = {"pass": "st_adapted", "fail": "st_failed", "pass_with_conditions": "st_conditional", "na": "st_in_progress"}[ov]
-    gaps = [{"slot": r.slot, "tool": r.tool, "reason": c.val(r.reason), "command": code(r.command)}
+    gaps = [{"slot": r.slot, "tool": r.tool,
+             "reason": c.val(c.t(r.why_key).format(**r.why_args) if r.why_key else r.reason), "command": code(r.command)}
             for r in wf.results.values() if not r.ok]
     return {
         "p": p,
@@ -563,8 +565,8 @@ def build_context(wf: WorkflowResult, lang: str, plots: dict[str, str] | None = 
                      for r in p.problems],
         "cell": c,
         "vc": {
-            "accuracy": c.word(accuracy) if accuracy else c.na("no accuracy verdict yet: golden and dump comparisons missing"),
-            "performance": c.word(perf["verdict"]) if perf["verdict"] else c.na("no performance verdict yet: no KPI result"),
-            "overall": c.word(ov) if ov != "na" else c.na("nothing measured yet"),
+            "accuracy": c.word(accuracy) if accuracy else c.na(c.t("na_no_acc_verdict")),
+            "performance": c.word(perf["verdict"]) if perf["verdict"] else c.na(c.t("na_no_perf_verdict")),
+            "overall": c.word(ov) if ov != "na" else c.na(c.t("na_nothing")),
         },
     }
