@@ -8,10 +8,11 @@ decided here once, so the judges downstream never see framework spellings.
 
 from __future__ import annotations
 
+import functools
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 from acc_agent.io.logs.source import LogSource, Sample
@@ -28,7 +29,7 @@ class Record:
     epoch: float | None = None
     new_run: bool = False
     total_steps: int | None = None
-    extras: dict[str, str] = field(default_factory=dict)
+    extras: dict[str, str] | None = None
 
 
 class LogFormat(ABC):
@@ -81,6 +82,7 @@ CANONICAL: dict[str, str] = {
 _FOLD = re.compile(r"[\s\-]+")
 
 
+@functools.lru_cache(maxsize=8192)
 def canonical_name(raw: str) -> str:
     """Map a printed metric name to the canonical one; unknown names become snake_case."""
     key = _FOLD.sub("_", raw.strip().lower())

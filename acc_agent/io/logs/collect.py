@@ -35,19 +35,6 @@ class Series:
     kind: str
     steps: array[int] = field(default_factory=lambda: array("q"))
     values: array[float] = field(default_factory=lambda: array("d"))
-    first_line: int = 0
-    last_line: int = 0
-
-    def add(self, step: int, value: float, line: int, keep_max: bool) -> None:
-        if self.steps and self.steps[-1] == step:
-            if not keep_max or value > self.values[-1]:
-                self.values[-1] = value
-        else:
-            self.steps.append(step)
-            self.values.append(value)
-        if not self.first_line:
-            self.first_line = line
-        self.last_line = line
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -168,56 +155,141 @@ def _add_source_warnings(source: LogSource, warnings: list[str]) -> None:
         warnings.append(f"{source.invalid_utf8_lines} line(s) held invalid UTF-8 bytes (replaced)")
 
 
+class _Table:
+    """Records that print the same fields: one step column plus one column per field.
+
+    Appending a row costs one append per value, with no per-metric lookups; tables become
+    per-metric :class:`Series` when the run ends.
+    """
+
+    __slots__ = ("appends", "cols", "names", "seq", "steps")
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.steps: array[int] = array("q")
+        self.seq: array[int] = array("q")
+        self.cols: list[array[float]] = [array("d") for _ in names]
+        self.appends = [c.append for c in self.cols]
+
+
+def _series_from_tables(tables: list[_Table]) -> dict[str, Series]:
+    """Per-metric series in file order; a metric in several tables is merged by record order."""
+    owners: dict[str, list[tuple[_Table, int]]] = {}
+    for tab in tables:
+        for i, name in enumerate(tab.names):
+            owners.setdefault(name, []).append((tab, i))
+    out: dict[str, Series] = {}
+    for name, parts in owners.items():
+        kind = "eval" if name.startswith("eval_") else "train"
+        if len(parts) == 1:
+            tab, i = parts[0]
+            out[name] = Series(name, kind, tab.steps, tab.cols[i])  # steps shared by the table's metrics (read-only)
+            continue
+        import numpy as np  # only when a metric is spread over several layouts
+
+        seq = np.concatenate([np.frombuffer(t.seq, dtype=np.int64) for t, _ in parts])
+        steps = np.concatenate([np.frombuffer(t.steps, dtype=np.int64) for t, _ in parts])
+        vals = np.concatenate([np.frombuffer(t.cols[i], dtype=np.float64) for t, i in parts])
+        order = np.argsort(seq, kind="stable")
+        steps, vals = steps[order], vals[order]
+        merged = Series(name, kind)
+        for st, v in zip(steps.tolist(), vals.tolist(), strict=True):
+            if merged.steps and merged.steps[-1] == st:
+                if not name.startswith("memory_") or v > merged.values[-1]:
+                    merged.values[-1] = v
+            else:
+                merged.steps.append(st)
+                merged.values.append(v)
+        out[name] = merged
+    return out
+
+
 def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
-    """Group records into runs and series; a train step that goes backwards starts a new run."""
+    """Group records into runs and series; a train step that goes backwards starts a new run.
+
+    This is the per-record hot loop of a million-line log, so run state lives in local variables
+    and rows go into per-layout column tables (see :class:`_Table`).
+    """
     runs: list[RunData] = []
     run: RunData | None = None
+    tables: dict[tuple[str, ...], _Table] = {}
+    last_train: int | None = None
+    last_loss_step: int | None = None
+    kinds: dict[str, int] = {}
+    start_line = end_line = seqno = 0
+
+    def close() -> None:
+        if run is not None:
+            run.last_train_step = last_train
+            run.record_kinds.update(kinds)
+            run.start_line, run.end_line = start_line, end_line
+            run.series = _series_from_tables(list(tables.values()))
+
     for rec in records:
         step = rec.step
+        kind = rec.kind
         unit = step_unit
-        if step is None and rec.epoch is not None and rec.kind != "summary":
+        if step is None and rec.epoch is not None and kind != "summary":
             step = int(rec.epoch) if float(rec.epoch).is_integer() else None
             unit = "epoch"
         restart = run is None or rec.new_run
-        if not restart and run is not None and rec.kind == "train" and step is not None and run.last_train_step is not None and unit != run.step_unit:
-            restart = True  # epoch-level records followed by step-level ones: another run
-        if not restart and run is not None and rec.kind == "train" and step is not None and run.last_train_step is not None:
-            if step < run.last_train_step:
-                restart = True
-            elif step == run.last_train_step and "loss" in rec.values:
-                loss = run.series.get("loss")
-                restart = loss is not None and bool(loss.steps) and loss.steps[-1] == step
+        if not restart and kind == "train" and step is not None and last_train is not None:
+            assert run is not None
+            if unit != run.step_unit or step < last_train:
+                restart = True  # counter went back, or epoch-level records then step-level ones
+            elif step == last_train and "loss" in rec.values:
+                restart = last_loss_step == step
         if restart:
+            close()
             run = RunData(index=len(runs), step_unit=unit)
             runs.append(run)
+            tables, last_train, last_loss_step, kinds, start_line, end_line = {}, None, None, {}, 0, 0
         assert run is not None
-        if rec.line:
-            run.start_line = run.start_line or rec.line
-            run.end_line = max(run.end_line, rec.line)
-        if rec.extras.get("name"):
+        line = rec.line
+        if line:
+            if not start_line:
+                start_line = line
+            if line > end_line:
+                end_line = line
+        if rec.extras and rec.extras.get("name"):
             run.name = rec.extras["name"]
         if rec.total_steps is not None:
             run.declared_total = rec.total_steps
         if rec.epoch is not None:
             run.max_epoch = rec.epoch if run.max_epoch is None else max(run.max_epoch, rec.epoch)
-        run.record_kinds[rec.kind] += 1
-        if rec.kind == "summary" or (step is None and rec.kind == "eval"):
-            for key, value in rec.values.items():
-                run.scalars[key] = value
+        kinds[kind] = kinds.get(kind, 0) + 1
+        values = rec.values
+        if kind == "summary" or (step is None and kind == "eval"):
+            run.scalars.update(values)
             continue
         if step is None:
             run.ordinal += 1
             step = run.ordinal
             run.step_unit = "record"
-        else:
+        elif run.step_unit != unit:
             run.step_unit = unit
-        if rec.kind == "train":
-            run.last_train_step = step
-        for key, value in rec.values.items():
-            series = run.series.get(key)
-            if series is None:
-                series = run.series[key] = Series(key, "eval" if key.startswith("eval_") else "train")
-            series.add(step, value, rec.line, keep_max=key.startswith("memory_"))
+        if kind == "train":
+            last_train = step
+        if "loss" in values:
+            last_loss_step = step
+        if not values:
+            continue
+        keys = tuple(values)
+        tab = tables.get(keys)
+        if tab is None:
+            tab = tables[keys] = _Table(keys)
+        tsteps = tab.steps
+        seqno += 1
+        if tsteps and tsteps[-1] == step:  # same fields again at the same step (one line per rank)
+            for col, (key, value) in zip(tab.cols, values.items(), strict=True):
+                if not key.startswith("memory_") or value > col[-1]:
+                    col[-1] = value
+            continue
+        tsteps.append(step)
+        tab.seq.append(seqno)
+        for append, value in zip(tab.appends, values.values(), strict=True):
+            append(value)
+    close()
     for r in runs:
         r.warmup_steps = warmup_steps(r)
         if r.warmup_steps:
@@ -231,7 +303,8 @@ def warmup_steps(run: RunData) -> list[int]:
     st = run.series.get("step_time_ms")
     if st is None or len(st) < 3:
         return []
-    steady = [v for v in st.values[1:] if math.isfinite(v)]
+    # the steady state right after start-up is the reference (first 1000 steps: cheap on huge logs)
+    steady = [v for v in st.values[1:1001] if math.isfinite(v)]
     if not steady:
         return []
     median = statistics.median(steady)

@@ -15,23 +15,56 @@ from acc_agent.io.logs.base import LogFormat, Record, canonical_name
 from acc_agent.io.logs.source import LogSource, Sample
 
 _ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
+_ITER_AT = re.compile(r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 _MEM = re.compile(r"\(after (\d+) iterations\) memory \(MB\)")
 _EVAL_NAMES = {"lm_loss_value": "eval_loss", "lm_loss_ppl": "eval_ppl", "loss": "eval_loss"}
 _VALIDATION = re.compile(r"validation loss at (?:iteration (\d+)|the end of training)", re.I)
 
 
+_LAYOUTS: dict[tuple[str, ...], tuple[bool, tuple[str, ...], list[int]]] = {}
+
+
 def _pairs(text: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for part in text.split("|"):
-        key, sep, raw = part.rpartition(":")
-        if not sep:
-            continue
+    """``name: value`` fields between pipes.
+
+    Megatron prints the same fields on every line, so the layout (which fields hold numbers and
+    their canonical names) is worked out once and reused: per line only C-level string splits and
+    float() remain, which keeps a million-line log within seconds.
+    """
+    parts = text.replace("|", ":").split(":")
+    keys = tuple(parts[0::2])
+    vals = parts[1::2]
+    layout = _LAYOUTS.get(keys)
+    if layout is None:
+        layout = _LAYOUTS[keys] = _layout(keys, vals)
+    dense, names, idx = layout
+    try:
+        if dense:
+            return dict(zip(names, map(float, vals), strict=False))
+        return dict(zip(names, [float(vals[i]) for i in idx], strict=True))
+    except ValueError:  # same layout, but a field that was numeric is not numeric on this line
+        out: dict[str, float] = {}
+        for i, name in zip(idx, names, strict=True):
+            try:
+                out[name] = float(vals[i])
+            except ValueError:
+                continue
+        return out
+
+
+def _layout(keys: tuple[str, ...], vals: list[str]) -> tuple[bool, tuple[str, ...], list[int]]:
+    idx: list[int] = []
+    names: list[str] = []
+    for i, (key, raw) in enumerate(zip(keys, vals, strict=False)):
         try:
-            value = float(raw)
+            float(raw)
         except ValueError:
             continue
-        out[canonical_name(key)] = value
-    return out
+        if key.strip():
+            idx.append(i)
+            names.append(canonical_name(key))
+    dense = idx == list(range(len(vals)))
+    return dense, tuple(names), idx
 
 
 class MegatronText(LogFormat):
@@ -44,31 +77,32 @@ class MegatronText(LogFormat):
 
     def parse(self, source: LogSource) -> Iterator[Record]:
         last_step: int | None = None
-        search_iter = _ITER.search
-        for lineno, line in source.lines():
-            if "iteration" in line:
-                m = search_iter(line)
-                if m is not None:
-                    step = int(m.group(1))
-                    values = _pairs(line[m.end() :])
-                    last_step = step
-                    yield Record(line=lineno, values=values, step=step, total_steps=int(m.group(2)))
+        match_iter = _ITER_AT.match
+        for start, block in source.chunks():
+            for lineno, line in enumerate(block, start):
+                pos = line.find("iteration ")
+                if pos >= 0:
+                    m = match_iter(line, pos)
+                    if m is not None:
+                        step_text, total_text = m.groups()
+                        last_step = step = int(step_text)
+                        yield Record(lineno, _pairs(line[m.end() :]), "train", step, None, False, int(total_text))
+                        continue
+                if "memory (MB)" in line:
+                    mm = _MEM.search(line)
+                    if mm is not None:
+                        raw = _pairs(line[line.find("|", mm.end()) + 1 :])
+                        mem = {f"memory_{k}_mb": v for k, v in raw.items()}
+                        yield Record(line=lineno, values=mem, step=int(mm.group(1)))
                     continue
-            if "memory (MB)" in line:
-                mm = _MEM.search(line)
-                if mm is not None:
-                    raw = _pairs(line[mm.end() :])
-                    mem = {f"memory_{k}_mb": v for k, v in raw.items()}
-                    yield Record(line=lineno, values=mem, step=int(mm.group(1)))
-                continue
-            if "validation loss" in line:
-                vm = _VALIDATION.search(line)
-                if vm is not None:
-                    pairs = _pairs(line[vm.end() :])
-                    values = {}
-                    for key, value in pairs.items():
-                        name = _EVAL_NAMES.get(key, key)
-                        values[name if name.startswith("eval_") else "eval_" + name] = value
-                    eval_step = int(vm.group(1)) if vm.group(1) else last_step
-                    if values:
-                        yield Record(line=lineno, values=values, step=eval_step, kind="eval")
+                if "validation loss" in line:
+                    vm = _VALIDATION.search(line)
+                    if vm is not None:
+                        pairs = _pairs(line[line.find("|", vm.end()) + 1 :])
+                        values = {}
+                        for key, value in pairs.items():
+                            name = _EVAL_NAMES.get(key, key)
+                            values[name if name.startswith("eval_") else "eval_" + name] = value
+                        eval_step = int(vm.group(1)) if vm.group(1) else last_step
+                        if values:
+                            yield Record(line=lineno, values=values, step=eval_step, kind="eval")
