@@ -77,6 +77,8 @@ def test_hostile_user_strings_are_escaped(tmp_path: Path) -> None:
     assert problems == []
     readme = (out / "Mig_Readme.md").read_text(encoding="utf-8")
     assert "set\\|with\\|pipes" in readme and "\\<i\\>b\\</i\\>" in readme and "`d\\|p/x.npz`" in readme
+    assert "\\`a\\`" in readme  # user backticks are literal, not a code span
+    assert "# Mig\\_Readme" not in readme and "demo \\| \\<b\\>bold\\</b\\> \\`tick\\`" in readme
 
 
 def test_missing_artefacts_render_complete_documents_with_gaps(tmp_path: Path) -> None:
