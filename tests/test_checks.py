@@ -84,6 +84,10 @@ def _edit(path: Path, old: str, new: str) -> None:
     ("Compare.md", "| smoke | synthetic-4-clusters | first 8 rows |", "| smoke | synthetic-4-clusters | first 16 rows |",
      "dataset_rows"),
     ("Mig_report.md", "- [x] Performance met", "- [ ] Performance met", "performance_box"),
+    ("Mig_report.md", "- [x] Training short run", "- [ ] Training short run", "short_run_box"),
+    ("Mig_report.md", "- [ ] Golden consistency", "- [x] Golden consistency", "golden_box"),
+    ("Mig_report.md", "| Target precision | fp16", "| Target precision | bf16", "target_precision"),
+    ("Mig_Readme.md", "| Short-run result | 41.7 %", "| Short-run result | 38.0 %", "short_run_result"),
 ])
 def test_consistency_matrix_catches_disagreement(rendered: Path, tmp_path: Path, doc: str, old: str, new: str,
                                                  fact: str) -> None:

@@ -28,10 +28,10 @@ def _print_check(folder: Path) -> int:
     problems, matrix = check_folder(folder)
     docs = sorted({d for row in matrix for d in row.values})
     typer.echo("Document consistency matrix (" + str(folder) + "):")
-    typer.echo("  fact".ljust(24) + "".join(d.ljust(12) for d in docs) + "agree  value")
+    typer.echo("  fact".ljust(24) + "".join(d.ljust(14) for d in docs) + "agree  value")
     for row in matrix:
         cells = "".join(("—" if d not in row.values else ("missing" if row.values[d] is None else "stated"))
-                        .ljust(12) for d in docs)
+                        .ljust(14) for d in docs)
         shown = next((v for v in row.values.values() if v is not None), "")
         typer.echo(f"  {row.fact}".ljust(24) + cells + ("yes" if row.agree else "NO").ljust(7) + shown[:60])
     for p in problems:

@@ -28,12 +28,14 @@ REQUIRED_SECTIONS: dict[str, list[str]] = {
     "Summary": [],
 }
 
-#: fact -> where each document states it: (document, section or None for anywhere, row label key)
-FACTS: dict[str, list[tuple[str, str | None, str]]] = {
+#: fact -> where each document states it: (document, section or None for anywhere, row label key[, column])
+FACTS: dict[str, list[tuple[str, str | None, str] | tuple[str, str | None, str, int]]] = {
     "baseline_source": [("Mig_Readme", "2.6", "f_baseline_source"), ("Compare", "2.1", "f_baseline_source"),
                         ("Mig_report", "2", "f_baseline_source"), ("Summary", None, "f_baseline_source")],
     "baseline_log": [("Mig_Readme", "2.6", "f_baseline_log"), ("Compare", "2.1", "f_baseline_log")],
-    "short_run_band": [("Mig_Readme", "5.3", "f_band"), ("Mig_report", "2", "f_band")],
+    "short_run_band": [("Mig_Readme", "5.3", "f_band"), ("Mig_report", "2", "f_band"), ("Compare", "3", "r_short_run", 4)],
+    "short_run_result": [("Mig_Readme", "5.3", "f_short_run_result"), ("Compare", "3", "r_short_run", 2)],
+    "target_precision": [("Compare", "2.2", "f_precision"), ("Compare", "3.1", "f_precision"), ("Mig_report", "1", "f_precision")],
     "short_run_window": [("Mig_Readme", "5.3", "f_window"), ("Mig_report", "2", "f_window")],
     "loss_metric": [("Mig_Readme", "5.3", "f_metric"), ("Mig_report", "2", "f_metric")],
     "rtol": [("Compare", "3.1", "f_rtol"), ("Mig_report", "2", "f_rtol")],
@@ -174,14 +176,14 @@ def check_markdown(text: str, name: str = "") -> list[Problem]:
     return problems
 
 
-def _fact(p: Parsed, section: str | None, label_key: str) -> str | None:
+def _fact(p: Parsed, section: str | None, label_key: str, col: int = 1) -> str | None:
     label = translate(label_key, p.lang)
     for tab in p.tables:
         if section is not None and tab.section != section:
             continue
         for row in tab.rows:
-            if row and row[0] == label and len(row) > 1:
-                return row[1]
+            if row and row[0] == label and len(row) > col:
+                return row[col]
     return None
 
 
@@ -207,9 +209,12 @@ def consistency(docs: dict[str, Parsed]) -> tuple[list[MatrixRow], list[Problem]
     problems: list[Problem] = []
     for fact, places in FACTS.items():
         values: dict[str, str | None] = {}
-        for doc, section, key in places:
+        for place in places:
+            doc, section, key = place[0], place[1], place[2]
+            col = place[3] if len(place) > 3 else 1  # type: ignore[misc]
             if doc in docs:
-                values[doc] = _fact(docs[doc], section, key)
+                name = doc if doc not in values else f"{doc} §{section}"
+                values[name] = _fact(docs[doc], section, key, col)
         present = {v for v in values.values()}
         agree = len(present) == 1 and None not in present
         matrix.append(MatrixRow(fact, values, agree))
@@ -238,6 +243,15 @@ def consistency(docs: dict[str, Parsed]) -> tuple[list[MatrixRow], list[Problem]
             problems.append(Problem("consistency", "performance_box",
                                     f"Compare §1 says performance {perf!r} but Mig_report §6 box is "
                                     f"{'ticked' if ticked else 'not ticked' if ticked is not None else 'missing'}"))
+        for box, row_key in (("golden", "r_golden"), ("short_run", "r_short_run")):
+            met_cell = _fact(c, "3", row_key, 5)
+            tick = _box_ticked(r, box)
+            ok = tick is not None and met_cell is not None and tick == (met_cell == translate("yes", c.lang))
+            matrix.append(MatrixRow(f"{box}_box", {"Compare": met_cell, "Mig_report": None if tick is None else
+                                                   ("[x]" if tick else "[ ]")}, ok))
+            if not ok:
+                problems.append(Problem("consistency", f"{box}_box", f"Compare §3 says {met_cell!r} for {box} but the "
+                                        f"Mig_report §6 box is {'ticked' if tick else 'not ticked' if tick is not None else 'missing'}"))
         acc = _fact(c, "1", "f_accuracy")
         golden = _box_ticked(r, "golden")
         ok = not (acc == translate("met", c.lang) and golden is not True)

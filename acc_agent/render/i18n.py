@@ -147,6 +147,9 @@ STRINGS: dict[str, dict[str, str]] = {
     "r_path_missing": {"en": "artefacts.{key} points to {value}, which does not exist", "zh": "artefacts.{key} 指向的 {value} 不存在"},
     "r_tool_refused": {"en": "{tool} refused its input: {message}", "zh": "{tool} 拒绝了输入：{message}"},
     "r_tool_failed": {"en": "{tool} failed: {message}", "zh": "{tool} 运行失败：{message}"},
+    "r_short_run": {"en": "short-run relative drop", "zh": "短测相对降幅"},
+    "r_golden": {"en": "golden outputs within tolerance", "zh": "golden 输出在容差内"},
+    "r_dumps": {"en": "layer dumps", "zh": "逐层 dump"},
     # statuses for Summary
     "st_adapted": {"en": "adapted", "zh": "已适配"},
     "st_conditional": {"en": "conditional", "zh": "有条件适配"},
