@@ -113,3 +113,18 @@ def test_nan_in_the_middle_is_reported_not_crashed(tmp_path: Path) -> None:
     # the stored tensor has a NaN the next layer's input does not: a mismatch of what was compared
     assert out.diagnosis.category == "layer_mismatch"
     assert out.first_divergence is not None and out.first_divergence.name == "Functional.linear.4.forward.output.0"
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "diagnosis"
+
+
+def test_backward_fault_in_real_msprobe_dump() -> None:
+    """Real msprobe L1 dumps: forward identical, a grad hook scales one gradient by 1.1 (see the script)."""
+    pytest.importorskip("torch")  # the dumps are msprobe's .pt files
+    root = FIXTURES / "msprobe_backward"
+    out = _compare(root / "golden", root / "target")
+    assert out.diagnosis is not None and out.diagnosis.category == "operator_fault", out.diagnosis
+    assert out.diagnosis.pass_walked == "backward"
+    assert out.first_divergence is not None and out.first_divergence.module == "Functional.linear.1.backward"
+    assert "Functional.linear.1.backward.input.0 already differs" in out.first_divergence.reason
+    assert all(r.status == "pass" for r in out.rows if ".forward." in r.name)

@@ -68,3 +68,6 @@ class Diagnosis(BaseModel):
     )
     rows_beyond_precision: int = 0
     rows_judged: int = 0
+    pass_walked: Literal["forward", "backward"] = Field(
+        default="forward", description="Which pass the first divergence was searched in (backward only when the "
+                                       "forward pass agrees).")

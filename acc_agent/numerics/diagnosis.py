@@ -199,7 +199,7 @@ def _build_nodes(judged: list[_Row]) -> list[_Node]:
         node = nodes.get(r.key)
         if node is None:
             node = nodes[r.key] = _Node(r.key, r.pos, _module_path(r.key))
-        if r.role == "input":
+        if r.role in ("input", "parameters"):
             node.inputs.append(r)
         elif r.role in ("output", "tensor"):
             node.outputs.append(r)
@@ -325,14 +325,36 @@ def _set_status(rows: list[_Row], use_bench: bool, fault_rows: list[_Row]) -> No
 
 def diagnose(rows: list[Any], golden: Any, target: Any, bench: Any = None,
              precision: str | None = None) -> tuple[FirstDivergence | None, Diagnosis]:
-    """First divergence and cause category of one rank's compared rows (rows may get new statuses)."""
-    judged = _judge_rows(rows, golden, target, bench, precision)
-    use_bench = bench is not None and any(r.bench_err is not None for r in judged)
+    """First divergence and cause category of one rank's compared rows (rows may get new statuses).
+
+    The forward pass is walked first; backward rows (gradients run in reverse layer order) are walked
+    on their own only when the forward pass shows no fault, so a forward fault is never blamed on
+    the gradients it causes.
+    """
+    judged_all = _judge_rows(rows, golden, target, bench, precision)
+    use_bench = bench is not None and any(r.bench_err is not None for r in judged_all)
+    forward = [r for r in judged_all if ".backward" not in r.key]
+    backward = [r for r in judged_all if ".backward" in r.key]
+    if not forward or not any(r.judged for r in forward):
+        return _diagnose_pass(backward, golden, target, use_bench, "backward")
+    fd, diag = _diagnose_pass(forward, golden, target, use_bench, "forward")
+    if diag.category == "no_layer_fault" and any(r.beyond for r in backward):
+        fd_b, diag_b = _diagnose_pass(backward, golden, target, use_bench, "backward")
+        diag_b.explanation = "The forward pass agrees; in the backward pass: " + diag_b.explanation
+        return fd_b, diag_b
+    if backward:
+        diag.details["backward_rows_not_walked"] = len(backward)
+    return fd, diag
+
+
+def _diagnose_pass(judged: list[_Row], golden: Any, target: Any, use_bench: bool,
+                   direction: str) -> tuple[FirstDivergence | None, Diagnosis]:
+    """The procedure of the module docstring on one pass (forward or backward) of rows."""
     against, note = _judgement_note(use_bench, {r.dtype for r in judged if r.dtype})
     counted = [r for r in judged if r.judged]
     beyond = [r for r in counted if r.beyond]
     base = {"judged_against": against, "judgement_note": note, "rows_beyond_precision": len(beyond),
-            "rows_judged": len(counted)}
+            "rows_judged": len(counted), "pass_walked": direction}
     if not counted:
         return None, Diagnosis(category="no_layer_fault", explanation="No row could be judged (no comparable "
                                "tensor pairs), so no layer can be blamed.",
@@ -400,17 +422,22 @@ def diagnose(rows: list[Any], golden: Any, target: Any, bench: Any = None,
                 details={"excursions": [r.name for r in beyond[:10]],
                          "final_row": final_row.name if final_row else None}, **base)  # type: ignore[arg-type]
 
+    fresh_input = None
     if first is None:
-        # every beyond row has a beyond input somewhere: take the earliest beyond output as the start
-        start = min((r for r in beyond if r.role in ("output", "tensor")), key=lambda r: r.pos, default=beyond[0])
-        node = next(n for n in nodes if n.key == start.key)
+        # no module turns clean inputs into a bad output: the earliest bad tensor is an input that no
+        # dumped operator produced wrong (a parameter, a hook or in-place change between two operators)
+        earliest = min(beyond, key=lambda r: r.pos)
+        node = next(n for n in nodes if n.key == earliest.key)
+        start = node.worst(node.outputs) or earliest
+        fresh_input = earliest if earliest.role in ("input", "parameters") else None
         first = (node, start, _incoming(node, judged))
     node, out, incoming = first
     in_row = max((r for r in incoming if r.judged), key=lambda r: r.excess, default=None)
     growth = _ratio(final_row.excess if final_row else None, out.excess)
     if growth is not None and growth >= budgets.GROWTH_RATIO:
         return _accumulation(node, out, final_row, growth, nodes, judged, use_bench, base)
-    return _operator_fault(node, out, in_row, incoming, final_row, growth, judged, use_bench, base)
+    return _operator_fault(node, out, in_row, incoming, final_row, growth, judged, use_bench, base,
+                           fresh_input=fresh_input)
 
 
 def _first_divergence(node: _Node, out: _Row, in_row: _Row | None, incoming: list[_Row], reason: str) -> FirstDivergence:
@@ -422,13 +449,19 @@ def _first_divergence(node: _Node, out: _Row, in_row: _Row | None, incoming: lis
 
 def _operator_fault(node: _Node, out: _Row, in_row: _Row | None, incoming: list[_Row], final_row: _Row | None,
                     growth: float | None, judged: list[_Row], use_bench: bool,
-                    base: dict[str, Any]) -> tuple[FirstDivergence, Diagnosis]:
+                    base: dict[str, Any], fresh_input: _Row | None = None) -> tuple[FirstDivergence, Diagnosis]:
     amp = _ratio(out.err, in_row.err if in_row else None)
     amp_text = (f"amplifying its incoming error {amp:.3g}x" if amp is not None
                 else "from inputs that match the golden exactly")
     ref = "the bench's error" if use_bench else "the dtype budget"
-    reason = (f"relative error {out.err:.3g} = {out.excess:.3g}x the allowed error ({ref}) while its inputs are "
-              f"within precision; {amp_text}")
+    if fresh_input is not None:
+        amp_text = (f"its input {fresh_input.name} already differs (relative error {fresh_input.err or 0:.3g}) "
+                    "although no earlier dumped tensor does: the difference enters between operators — a "
+                    "parameter/weight, a hook, or an in-place change")
+        reason = f"relative error {out.err:.3g} = {out.excess:.3g}x the allowed error ({ref}); {amp_text}"
+    else:
+        reason = (f"relative error {out.err:.3g} = {out.excess:.3g}x the allowed error ({ref}) while its inputs "
+                  f"are within precision; {amp_text}")
     fd = _first_divergence(node, out, in_row, incoming, reason)
     _set_status(judged, use_bench, [r for r in node.outputs if r.beyond])
     op = node.key
@@ -440,8 +473,9 @@ def _operator_fault(node: _Node, out: _Row, in_row: _Row | None, incoming: list[
                 "instead of growing, so this operator explains the final difference.")
     return fd, Diagnosis(
         category="operator_fault",
-        explanation=(f"One localised jump: {op} turns clean inputs into an output {out.excess:.3g}x beyond precision "
-                     f"({amp_text}); " + tail),
+        explanation=((f"One localised jump at {op}: {amp_text}; " if fresh_input is not None else
+                      f"One localised jump: {op} turns clean inputs into an output {out.excess:.3g}x beyond "
+                      f"precision ({amp_text}); ") + tail),
         next_actions=[
             f"Reproduce {op} alone: feed it the golden inputs ({', '.join(fd.input_names[:3]) or 'see the dump'}) on "
             "both platforms and compare outputs with `acc-agent compare-tensors` — a difference there is the "
