@@ -21,7 +21,10 @@ from pydantic import ValidationError
 from acc_agent.errors import AccAgentError
 from acc_agent.models.project import Project
 
-Status = Literal["ok", "saved", "missing_tool", "missing_input", "error"]
+Status = Literal["ok", "saved", "missing_tool", "missing_input", "error", "not_applicable"]
+
+#: Slots that only make sense for one kind of project (mig.yaml model.mode).
+TRAINING_SLOTS = frozenset({"baseline_log", "target_log", "short_run", "loss_curves"})
 
 
 @dataclass
@@ -173,6 +176,10 @@ def _saved(project: Project, plan: SkillPlan, cmd: str) -> SkillResult | None:
 def run_plan(project: Project, plan: SkillPlan) -> SkillResult:
     """Run one slot through the registry; every failure becomes a gap with its reason."""
     cmd = command_line(plan, project.base_dir)
+    if project.model.mode == "inference" and plan.slot in TRAINING_SLOTS:
+        return SkillResult(plan.slot, plan.tool, "not_applicable", "",
+                           reason="not applicable: inference-only project (mig.yaml model.mode: inference)",
+                           why_key="r_inference_only")
     saved = _saved(project, plan, cmd)
     if saved is not None:
         return saved

@@ -132,3 +132,15 @@ def test_saved_results_are_validated_and_used(tmp_path: Path, demo_wf: WorkflowR
     assert "is not a compare_dumps result" in wf.get("dumps").reason
     compare = render_text(wf, "en")["Compare"]
     assert "N/A — saved result bad.json is not a compare\\_dumps result" in compare
+
+
+def test_inference_only_project_marks_training_not_applicable(tmp_path: Path) -> None:
+    text = "project: {name: infer}\nmodel: {name: m, mode: inference}\nartefacts: {gpu_available: true}\n"
+    (tmp_path / "mig.yaml").write_text(text, encoding="utf-8")
+    wf = run_workflow(load_project(tmp_path / "mig.yaml"))
+    assert {s for s, r in wf.results.items() if r.status == "not_applicable"} == {
+        "baseline_log", "target_log", "short_run", "loss_curves"}
+    docs = render_text(wf, "en")
+    assert "not applicable: inference-only project" in docs["Compare"]
+    assert "acc-agent judge-short-run" not in docs["Mig_Readme"]  # nothing to fill for a training run
+    assert "acc-agent compare-tensors" in docs["Mig_Readme"]  # golden outputs still needed

@@ -537,7 +537,7 @@ def build_context(wf: WorkflowResult, lang: str, plots: dict[str, str] | None = 
     status = {"pass": "st_adapted", "fail": "st_failed", "pass_with_conditions": "st_conditional", "na": "st_in_progress"}[ov]
     gaps = [{"slot": r.slot, "tool": r.tool,
              "reason": c.val(c.t(r.why_key).format(**r.why_args) if r.why_key else r.reason), "command": code(r.command)}
-            for r in wf.results.values() if not r.ok]
+            for r in wf.results.values() if not r.ok and r.status != "not_applicable"]
     return {
         "p": p,
         "today": p.project.date or date.today().isoformat(),

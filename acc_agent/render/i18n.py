@@ -150,6 +150,8 @@ STRINGS: dict[str, dict[str, str]] = {
     "r_short_run": {"en": "short-run relative drop", "zh": "短测相对降幅"},
     "r_golden": {"en": "golden outputs within tolerance", "zh": "golden 输出在容差内"},
     "r_dumps": {"en": "layer dumps", "zh": "逐层 dump"},
+    "r_inference_only": {"en": "not applicable: inference-only project (mig.yaml model.mode: inference)",
+                         "zh": "不适用：仅推理项目（mig.yaml model.mode: inference）"},
     # statuses for Summary
     "st_adapted": {"en": "adapted", "zh": "已适配"},
     "st_conditional": {"en": "conditional", "zh": "有条件适配"},

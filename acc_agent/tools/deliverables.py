@@ -84,7 +84,8 @@ def render_deliverables(params: RenderDeliverablesInput) -> RenderDeliverablesOu
     wf = run_workflow(project)
     res = render_all(wf, out_dir, params.lang, with_plots=params.plots)
     problems, _matrix = check_folder(out_dir)
-    gaps = [Gap(slot=r.slot, tool=r.tool, reason=r.reason, command=r.command) for r in wf.results.values() if not r.ok]
+    gaps = [Gap(slot=r.slot, tool=r.tool, reason=r.reason, command=r.command) for r in wf.results.values()
+            if not r.ok and r.status != "not_applicable"]
     verdict: Literal["complete", "with_gaps", "check_failed"] = (
         "check_failed" if problems else "with_gaps" if gaps else "complete")
     files = [WrittenFile(path=str(r.path), written=r.written, kept_blocks=r.kept_blocks,
