@@ -390,6 +390,7 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     else:
         verdict = None
     settings = npu_r.output["results"][0] if npu_r.ok and npu_r.output and npu_r.output.get("results") else {}
+    ms = (npu_r.output or {}).get("settings") or {} if npu_r.ok else {}  # measure_performance's MeasurementSettings
     inference = p.entry.inference or "<inference command>"
     template = (f"acc-agent measure-performance --command {shlex.quote(inference)} "
                 f"--batch-sizes {','.join(str(b) for b in perf.batch_sizes)} --warmup {perf.warmup} "
@@ -428,8 +429,13 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         "warmup": c.val(str(settings.get("warmup", perf.warmup)), tsrc or "mig.yaml performance.warmup"),
         "iterations": c.val(str(settings.get("iterations", perf.iterations)), tsrc or "mig.yaml performance.iterations"),
         "batches": c.val(", ".join(str(b) for b in batches)),
-        "concurrency": c.val(perf.concurrency),
-        "throughput_def": c.val(str(settings.get("throughput_unit") or "samples/s = batch_size / mean latency")),
+        "concurrency": c.val(str(ms.get("concurrency") or perf.concurrency)),
+        "scope_description": c.val(str(ms["scope_description"])) if ms.get("scope_description") else Markup(""),
+        "warmup_reason": c.val(str(ms.get("warmup_reason") or c.t("warmup_reason"))),
+        "iterations_reason": c.val(str(ms["iterations_reason"])) if ms.get("iterations_reason") else Markup(""),
+        "sync": c.val(str(ms["synchronisation"])) if ms.get("synchronisation") else c.na(c.t("na_not_recorded")),
+        "throughput_def": c.val(str(ms.get("throughput_definition") or settings.get("throughput_unit")
+                                    or "samples/s = batch_size / mean latency")),
         "reproducibility": c.val(perf.reproducibility) if perf.reproducibility else c.na(c.t("na_no_repro")),
         "stages": [[c.val(s.get("stage", "")), c.val(s.get("time_ms", "")), c.val(s.get("source", ""))] for s in perf.stages],
         "bottleneck": bottleneck,

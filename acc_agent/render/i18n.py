@@ -152,6 +152,8 @@ STRINGS: dict[str, dict[str, str]] = {
     "r_dumps": {"en": "layer dumps", "zh": "逐层 dump"},
     "r_inference_only": {"en": "not applicable: inference-only project (mig.yaml model.mode: inference)",
                          "zh": "不适用：仅推理项目（mig.yaml model.mode: inference）"},
+    "warmup_reason": {"en": "caches, compilation and initialisation settle first", "zh": "先让缓存、编译与初始化稳定"},
+    "na_not_recorded": {"en": "not recorded in the timing result", "zh": "计时结果中未记录"},
     # statuses for Summary
     "st_adapted": {"en": "adapted", "zh": "已适配"},
     "st_conditional": {"en": "conditional", "zh": "有条件适配"},

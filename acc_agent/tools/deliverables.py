@@ -59,6 +59,7 @@ def _text(out: RenderDeliverablesOutput) -> str:
         lines.append(f"  {'wrote' if f.written else 'unchanged'} {f.path}{extra}")
     for p in out.plots:
         lines.append(f"  plot {p}")
+    lines += [f"  note: {n}" for n in out.plot_notes]
     for g in out.gaps:
         lines.append(f"  gap {g.slot}: {g.reason} -> {g.command}")
     lines += [f"  problem: {p}" for p in out.problems]
