@@ -3,7 +3,8 @@
 Each API has its own strict mode and each rejects a schema the others accept, so the one source
 (the pydantic input model) is rewritten per API:
 
-- OpenAI (``strict: true``): ``additionalProperties: false`` on every object, every property
+- OpenAI (``strict: true``; Chat Completions, or ``openai-responses`` for the Responses API's flat
+  form): ``additionalProperties: false`` on every object, every property
   required (optional ones become nullable: the model sends ``null`` for "not given"), no
   ``default`` keyword, a small set of ``format`` values.
 - Anthropic (``strict: true``): ``additionalProperties: false`` on every object, optional
@@ -30,8 +31,8 @@ from pydantic import BaseModel
 from acc_agent.errors import AccAgentError
 from acc_agent.registry import ToolSpec, all_tools, get_tool
 
-Format = Literal["openai", "anthropic", "mcp"]
-FORMATS: tuple[str, ...] = ("openai", "anthropic", "mcp")
+Format = Literal["openai", "openai-responses", "anthropic", "mcp"]
+FORMATS: tuple[str, ...] = ("openai", "openai-responses", "anthropic", "mcp")
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 #: Extra argument every agent-facing tool takes: the complete result instead of the compact one.
@@ -226,6 +227,11 @@ def openai_tool(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
+def openai_responses_tool(spec: ToolSpec) -> dict[str, Any]:
+    """Responses API form: the Chat Completions function keys, flat."""
+    return {"type": "function", **openai_tool(spec)["function"]}
+
+
 def anthropic_tool(spec: ToolSpec) -> dict[str, Any]:
     """Messages API form."""
     return {
@@ -256,6 +262,8 @@ def tool_definitions(fmt: str) -> list[dict[str, Any]]:
     """Every registered tool in the requested API's form."""
     if fmt == "openai":
         return [openai_tool(s) for s in all_tools().values()]
+    if fmt == "openai-responses":
+        return [openai_responses_tool(s) for s in all_tools().values()]
     if fmt == "anthropic":
         return [anthropic_tool(s) for s in all_tools().values()]
     if fmt == "mcp":

@@ -132,6 +132,13 @@ def test_every_registered_tool_is_strict_in_both_apis(fake_spec: ToolSpec) -> No
         check_openai_strict(tool)
     for tool in anthropic:
         check_anthropic_strict(tool)
+    responses = tool_definitions("openai-responses")
+    for flat, nested in zip(responses, openai, strict=True):
+        assert set(flat) == {"type", "name", "description", "parameters", "strict"}
+        check_openai_strict(
+            {"type": flat["type"], "function": {k: v for k, v in flat.items() if k != "type"}}
+        )
+        assert flat["parameters"] == nested["function"]["parameters"]
 
 
 def _openai_args(tool: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:

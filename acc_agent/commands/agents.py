@@ -89,7 +89,8 @@ def register(app: typer.Typer) -> None:
         "schema",
         help="Print every tool's definition for LLM function calling, in the API's strict form. "
         "openai: Chat Completions tools with strict=true (every property required, optional ones "
-        "nullable - send null for 'not given'). anthropic: Messages API tools (input_schema, strict). "
+        "nullable - send null for 'not given'); openai-responses: the same, in the Responses API's flat "
+        "form. anthropic: Messages API tools (input_schema, strict). "
         "mcp: exactly what `acc-agent mcp` lists. Maps travel as JSON strings in the strict forms; "
         "acc_agent.schemas.call_for_agent(name, arguments) decodes them and runs the tool.",
         short_help="Print tool definitions for OpenAI, Anthropic or MCP.",
@@ -97,7 +98,9 @@ def register(app: typer.Typer) -> None:
     def schema_command(
         fmt: Annotated[
             str,
-            typer.Option("--format", help="Which API's tool definitions: openai, anthropic or mcp."),
+            typer.Option(
+                "--format", help="Which API's tool definitions: openai, openai-responses, anthropic or mcp."
+            ),
         ] = "openai",
         out: Annotated[
             Path | None, typer.Option("--out", help="Write the JSON here instead of stdout.")
