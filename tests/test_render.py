@@ -144,3 +144,15 @@ def test_inference_only_project_marks_training_not_applicable(tmp_path: Path) ->
     assert "not applicable: inference-only project" in docs["Compare"]
     assert "acc-agent judge-short-run" not in docs["Mig_Readme"]  # nothing to fill for a training run
     assert "acc-agent compare-tensors" in docs["Mig_Readme"]  # golden outputs still needed
+
+
+def test_unwritable_out_is_a_structured_error(tmp_path: Path) -> None:
+    from acc_agent.errors import AccAgentError
+    from acc_agent.registry import call_tool
+
+    (tmp_path / "mig.yaml").write_text("project: {name: x}\nmodel: {name: m}\n", encoding="utf-8")
+    (tmp_path / "file").write_text("not a folder", encoding="utf-8")
+    with pytest.raises(AccAgentError) as exc:
+        call_tool("render_deliverables", {"config": str(tmp_path / "mig.yaml"), "out": str(tmp_path / "file" / "d"),
+                                          "plots": False})
+    assert exc.value.code == "cannot_write" and "--out" in exc.value.hint

@@ -75,6 +75,7 @@ def _text(out: RenderDeliverablesOutput) -> str:
     text_renderer=_text,
 )
 def render_deliverables(params: RenderDeliverablesInput) -> RenderDeliverablesOutput:
+    from acc_agent.errors import AccAgentError
     from acc_agent.models.project import load_project
     from acc_agent.render.checks import check_folder
     from acc_agent.render.deliverables import render_all
@@ -83,7 +84,11 @@ def render_deliverables(params: RenderDeliverablesInput) -> RenderDeliverablesOu
     project = load_project(Path(params.config))
     out_dir = Path(params.out) if params.out else project.base_dir
     wf = run_workflow(project)
-    res = render_all(wf, out_dir, params.lang, with_plots=params.plots)
+    try:
+        res = render_all(wf, out_dir, params.lang, with_plots=params.plots)
+    except OSError as exc:
+        raise AccAgentError("cannot_write", f"cannot write the documents into {out_dir}: {exc.strerror or exc}",
+                            hint="Pass a writable folder with --out.", path=str(out_dir)) from None
     problems, _matrix = check_folder(out_dir)
     gaps = [Gap(slot=r.slot, tool=r.tool, reason=r.reason, command=r.command) for r in wf.results.values()
             if not r.ok and r.status != "not_applicable"]
