@@ -42,6 +42,9 @@ def test_clean_table_passes() -> None:
     ("{% if x %}left over{% endif %}\n", "template_syntax"),
     ("| metric | value |\n| --- | --- |\n| rtol | None |\n", "value_leak"),
     ("max abs error nan on sample 3\n", "value_leak"),
+    ("| metric | value |\n| --- | --- |\n| cosine | NaN |\n", "value_leak"),
+    ("threshold: None, source: mig.yaml\n", "value_leak"),
+    ("ratio = inf at batch 1\n", "value_leak"),
 ])
 def test_each_check_fails_on_broken_input(broken: str, check: str) -> None:
     assert check in _checks(broken)
@@ -49,6 +52,7 @@ def test_each_check_fails_on_broken_input(broken: str, check: str) -> None:
 
 def test_prose_mentions_are_not_leaks() -> None:
     assert _checks("Inference smoke (no NaN/Inf), `None` in code is fine, and Nonetheless works.\n") == set()
+    assert _checks("None of the 8 outputs has NaN values; golden has 2 NaN at the same positions.\n") == set()
 
 
 def test_missing_required_section() -> None:

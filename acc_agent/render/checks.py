@@ -17,7 +17,12 @@ from acc_agent.render.i18n import translate
 
 META_RE = re.compile(r"<!-- acc-agent doc=(?P<doc>\w+) lang=(?P<lang>\w+) -->")
 TEMPLATE_RE = re.compile(r"\{\{|\}\}|\{%|%\}|\{#|#\}")
-LEAK_RE = re.compile(r"(?<![\w.])(None|nan|NaN|inf|undefined)(?![\w/])")
+# A Python/JS value printed where a number or text belongs: lowercase nan/inf anywhere as a word,
+# or None/NaN/inf/null/undefined standing as a value (a whole cell, or right after ':' or '='). Prose such
+# as "None of the rows" or "no NaN/Inf" is not a leak.
+LEAK_RE = re.compile(r"(?<![\w.-])-?(nan|inf)(?![\w/])"
+                     r"|(?:[:=]\s*)(None|NaN|-?inf|null|undefined)(?=$|[\s,;)])")
+LEAK_CELL_RE = re.compile(r"^\s*-?(None|nan|NaN|inf|Inf|null|undefined)\s*$")
 CODE_SPAN_RE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
 OUR_COMMENT_RE = re.compile(r"^\s*<!-- acc-agent[: ][^>]*-->\s*$")
 
@@ -139,6 +144,10 @@ def check_markdown(text: str, name: str = "") -> list[Problem]:
     problems: list[Problem] = []
     for tab in p.tables:
         for k, row in enumerate(tab.rows):
+            for cell in row:
+                if LEAK_CELL_RE.match(cell):
+                    problems.append(Problem(doc, "value_leak", f"cell holds {cell.strip()!r} instead of a value or "
+                                            "N/A with a reason", tab.line + 2 + k))
             if len(row) != len(tab.header):
                 problems.append(Problem(doc, "table_cells", f"row has {len(row)} cells, header has {len(tab.header)} "
                                         "(an unescaped | in a value?)", tab.line + 2 + k))
@@ -156,8 +165,8 @@ def check_markdown(text: str, name: str = "") -> list[Problem]:
             if child.type == "text":
                 leak = LEAK_RE.search(child.content)
                 if leak:
-                    problems.append(Problem(doc, "value_leak", f"{leak.group(1)!r} printed as a value in "
-                                            f"{child.content[:60]!r}", line))
+                    problems.append(Problem(doc, "value_leak", f"{(leak.group(1) or leak.group(2))!r} printed as a "
+                                            f"value in {child.content[:60]!r}", line))
     in_fence = False
     for no, ln in enumerate(text.splitlines(), 1):
         if ln.lstrip().startswith("```"):
