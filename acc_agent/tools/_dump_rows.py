@@ -124,13 +124,14 @@ def _dtype_name(arr: Any) -> str | None:
 
 def _worker(args: tuple[str, str, str | None, Sequence[Job], str | None, str | None]) -> list[dict[str, Any]]:
     g_src, t_src, b_src, jobs, precision, rank = args
-    golden = _reopen(g_src, rank)
-    target = _reopen(t_src, rank)
-    bench = _reopen(b_src, rank) if b_src else None
+    golden = _reopen(g_src)
+    target = _reopen(t_src)
+    bench = _reopen(b_src) if b_src else None
     return [compute_row(golden, target, bench, j, precision, rank).model_dump() for j in jobs]
 
 
-def _reopen(source: str, rank: str | None) -> Dump:
+def _reopen(source: str) -> Dump:
+    """A worker's own view of one rank's dump (``source`` is that rank's dump.json or file)."""
     return open_dump_set(source).ranks[""]
 
 

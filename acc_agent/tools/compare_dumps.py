@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -161,12 +162,13 @@ def compare_dumps(params: CompareDumpsInput) -> CompareDumpsOutput:
         per_rank[key] = (g, t, b)
 
     if len(units) > 1:
-        import os
-
+        # Several ranks: every rank's pairs go to one process pool (ranks are independent).
         workers = params.workers or max(1, min(os.cpu_count() or 1, 8))
-        rows = run_parallel(units, workers) if workers > 1 else [
-            r for key in rank_keys for r in compute_rows(*per_rank[key], units[rank_keys.index(key)][3],
-                                                           params.precision, key or None, workers=1)]
+        if workers > 1:
+            rows = run_parallel(units, workers)
+        else:
+            rows = [r for key, unit in zip(rank_keys, units, strict=True)
+                    for r in compute_rows(*per_rank[key], unit[3], params.precision, key or None, workers=1)]
     else:
         key = rank_keys[0]
         rows = compute_rows(*per_rank[key], units[0][3], params.precision, key or None, workers=params.workers)
