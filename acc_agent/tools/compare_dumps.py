@@ -81,7 +81,7 @@ def render_text(out: CompareDumpsOutput) -> str:
     if out.rows_truncated:
         lines.append(f"... {out.rows_total - len(out.rows)} more rows in {out.csv_path}")
     if out.unmatched_golden or out.unmatched_target:
-        lines.append(f"unmatched: {len(out.unmatched_golden)} golden, {len(out.unmatched_target)} target "
+        lines.append(f"unmatched: {out.unmatched_golden_total} golden, {out.unmatched_target_total} target "
                      f"(first: {(out.unmatched_target or out.unmatched_golden)[0]})")
     return "\n".join(lines)
 
