@@ -156,3 +156,24 @@ def test_unwritable_out_is_a_structured_error(tmp_path: Path) -> None:
         call_tool("render_deliverables", {"config": str(tmp_path / "mig.yaml"), "out": str(tmp_path / "file" / "d"),
                                           "plots": False})
     assert exc.value.code == "cannot_write" and "--out" in exc.value.hint
+
+
+def test_long_dump_tables_keep_the_first_divergence(demo_wf: WorkflowResult) -> None:
+    import copy
+
+    from acc_agent.render.context import Ctx, build_dumps
+
+    dumps = demo_wf.get("dumps")
+    if not dumps.ok:
+        pytest.skip(f"compare_dumps not available here: {dumps.reason}")
+    wf = copy.deepcopy(demo_wf)
+    out = wf.get("dumps").output
+    assert out is not None
+    base = out["rows"]
+    out["rows"] = [dict(base[i % len(base)], name=f"Functional.op.{i}.forward.output.0") for i in range(120)]
+    out["rows"][97]["name"] = "Functional.bad.0.forward.output.0"
+    out["first_divergence"] = dict(out["first_divergence"] or {}, name="Functional.bad.0.forward.output.0")
+    view = build_dumps(Ctx("en"), wf, limit=40)
+    assert view["shown"] == 40 and view["total"] == 120
+    assert "Functional.bad.0.forward.output.0" in str(view["rows"][-1][0])
+    assert "--csv compare_dumps.csv" in str(view["csv_command"])

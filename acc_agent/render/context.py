@@ -303,8 +303,14 @@ def build_dumps(c: Ctx, wf: WorkflowResult, limit: int = 40) -> dict[str, Any]:
                 "first_name": None, "first_reason": Markup(""), "explanation": Markup(""), "next_actions": [],
                 "total": 0, "shown": 0, "summary": c.gap(r)}
     out = r.output
+    all_rows = out.get("rows") or []
+    fd = out.get("first_divergence")
+    fd_name = fd.get("name") if isinstance(fd, dict) else None
+    picked = all_rows[:limit]
+    if fd_name and all(x.get("name") != fd_name for x in picked):  # never hide the row the diagnosis points at
+        picked = picked[:-1] + [x for x in all_rows if x.get("name") == fd_name][:1]
     rows = []
-    for row in (out.get("rows") or [])[:limit]:
+    for row in picked:
         cells = [code(row.get("name", ""))]
         for key in ("cosine", "max_abs_err", "max_rel_err", "one_thousandth_ratio"):
             v = _finite(row.get(key))
@@ -313,11 +319,11 @@ def build_dumps(c: Ctx, wf: WorkflowResult, limit: int = 40) -> dict[str, Any]:
             cells.append(c.val(shown) if v is not None else c.na(str(reason)))
         cells.append(c.val(str(row.get("status", ""))))
         rows.append(cells)
-    fd = out.get("first_divergence")
     cat = dig(out, "diagnosis", "category")
     return {
         "ok": True, "rows": rows, "verdict": str(out.get("verdict")),
-        "total": len(out.get("rows") or []), "shown": len(rows),
+        "total": max(len(all_rows), int(out.get("rows_total") or 0)), "shown": len(rows),
+        "csv_command": code(f"{r.command} --csv compare_dumps.csv"),
         "first": c.val(str(fd.get("name")), r.command) if isinstance(fd, dict) and fd.get("name")
         else c.val(c.t("v_none_found"), r.command),
         "first_name": fd.get("name") if isinstance(fd, dict) else None,
