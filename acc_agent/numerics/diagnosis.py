@@ -484,6 +484,9 @@ def _operator_fault(node: _Node, out: _Row, in_row: _Row | None, incoming: list[
             "normalisations, attention mask handling, dtype casts, and whether it was fused or replaced.",
             "Check its weights/parameters are identical on both sides (a converted or corrupted checkpoint shows "
             "up as a fault here).",
+            "If the operator is random or order-dependent (dropout, sampling, atomic reductions), first run "
+            "`acc-agent detect-nondeterminism` on two target runs of the same input: a random operator is not a "
+            "migration fault.",
             f"If the operator itself is wrong, send the vendor: the module/operator name ({op}), its golden and "
             "target input and output tensors (the .npy/.pt files of these rows), its arguments and dtypes, the "
             "framework, torch_npu and CANN versions, and the compare rows above.",
