@@ -229,10 +229,12 @@ def _repeat_rule(params: JudgeShortRunInput, out: JudgeShortRunOutput, run: obje
         out.repeat_check = problem
         return
     sha = _sha256(params.log)
+    here = str(params.log.resolve())
     earlier = [r for r in records if r.fingerprint == digest and r.verdict in PASSED]
-    same_log = [r for r in earlier if r.log_sha256 == sha]
+    same_log = [r for r in earlier if r.log_sha256 == sha or r.log_path == here]
     if same_log:
-        out.repeat_check = f"this log was already judged {same_log[0].verdict} on {same_log[0].judged_at} (same file content); nothing new recorded"
+        # re-judging the same log file (even rewritten in place) is not a second short run
+        out.repeat_check = f"this log file was already judged {same_log[0].verdict} on {same_log[0].judged_at}; nothing new recorded"
         return
     if earlier:
         prev = earlier[0]
@@ -245,7 +247,7 @@ def _repeat_rule(params: JudgeShortRunInput, out: JudgeShortRunOutput, run: obje
         return
     if out.verdict in PASSED:
         rec = RepeatRecord(
-            fingerprint=digest, fingerprint_source=source, log_path=str(params.log.resolve()), log_sha256=sha, metric=params.metric,
+            fingerprint=digest, fingerprint_source=source, log_path=here, log_sha256=sha, metric=params.metric,
             window=out.window, band=params.band, verdict=out.verdict, relative_drop=out.relative_drop,
             judged_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
