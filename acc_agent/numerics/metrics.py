@@ -104,11 +104,9 @@ def _ulp(g64: np.ndarray, fmt: str) -> np.ndarray:
 def _ulp_fp16_f32(g32: np.ndarray) -> np.ndarray:
     """fp16 spacing from float32 exponent bits (half the memory traffic of the float64 version)."""
     mant, emin = _ULP_FORMATS["fp16"]
-    e = g32.view(np.int32) >> 23
-    e &= 0xFF
-    np.maximum(e, 127 + emin, out=e)
-    e -= mant
-    e <<= 23
+    e = np.bitwise_and(g32.view(np.int32), np.int32(0x7F800000))  # exponent field, in place
+    np.maximum(e, np.int32((127 + emin) << 23), out=e)
+    e -= np.int32(mant << 23)
     return e.view(np.float32)
 
 
@@ -176,7 +174,7 @@ def _tail_f32(acc: _Acc, g32: np.ndarray, t32: np.ndarray, t64: np.ndarray, g64:
               tolerance: tol.Tolerance | None, ulp_fmt: str | None) -> None:
     d64 = np.subtract(t64, g64, out=t64)
     acc.ss_d += _dot(d64, d64)
-    acc.max_abs = max(acc.max_abs, float(np.abs(d64, out=d64).max()))
+    acc.max_abs = max(acc.max_abs, float(d64.max()), -float(d64.min()))
     ad = np.subtract(t32, g32)
     np.abs(ad, out=ad)
     acc.sum_abs += float(ad.sum(dtype=np.float64))
