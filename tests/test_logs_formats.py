@@ -162,3 +162,38 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
         main(["parse-training-log", str(FIX / "timm_train.log"), "--json", "--metrics", "loss"])
     assert exc.value.code == 0
     assert set(json.loads(capsys.readouterr().out)["series"]) == {"loss"}
+
+
+def test_iteration_based_openmmlab_runners(tmp_path: Path) -> None:
+    mmcv = tmp_path / "mmseg.log"
+    mmcv.write_text(
+        "2022-03-01 10:00:00,000 - mmseg - INFO - Iter [50/80000]\tlr: 9.997e-03, eta: 9:01:02, time: 0.406, data_time: 0.010, memory: 7018, decode.loss_ce: 1.9617, decode.acc_seg: 43.5, loss: 2.7514\n"
+        "2022-03-01 10:00:20,000 - mmseg - INFO - Iter [100/80000]\tlr: 9.994e-03, eta: 9:00:02, time: 0.400, data_time: 0.009, memory: 7018, decode.loss_ce: 1.5, decode.acc_seg: 50.1, loss: 2.2010\n"
+        "2022-03-01 10:10:00,000 - mmseg - INFO - Iter(val) [500]\taAcc: 0.8012, mIoU: 0.3567, mAcc: 0.4521\n",
+        encoding="utf-8",
+    )
+    r = parse_log(mmcv).runs[0]
+    assert parse_log(mmcv).format == "mmcv" and r.declared_total == 80000
+    assert _value(r, "loss", 100) == 2.2010 and _value(r, "step_time_ms", 50) == pytest.approx(406.0)
+    assert _value(r, "eval_miou", 500) == 0.3567
+    eng = tmp_path / "mmengine_iter.log"
+    eng.write_text(
+        "06/19 01:21:51 - mmengine - INFO - Iter(train) [  50/90000]  base_lr: 1.0e-02 lr: 1.0e-02  eta: 1 day, 2:03:04  time: 0.5123  data_time: 0.0100  memory: 5000  loss: 1.2345  decode.loss_ce: 1.2345\n"
+        "06/19 01:22:16 - mmengine - INFO - Iter(train) [ 100/90000]  base_lr: 1.0e-02 lr: 1.0e-02  eta: 1 day, 2:02:04  time: 0.5000  data_time: 0.0100  memory: 5000  loss: 1.1000  decode.loss_ce: 1.1000\n",
+        encoding="utf-8",
+    )
+    e = parse_log(eng)
+    assert e.format == "mmengine" and _value(e.runs[0], "loss", 100) == 1.1
+
+
+def test_older_megatron_without_timestamps_and_dynamic_loss_scale(tmp_path: Path) -> None:
+    log = tmp_path / "gpt.log"
+    log.write_text(
+        " iteration      100/  500000 | consumed samples:        51200 | elapsed time per iteration (ms): 512.3 | learning rate: 1.500E-04 | "
+        "global batch size:   512 | lm loss: 7.123456E+00 | loss scale: 65536.0 | grad norm: 1.234 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+        " iteration      200/  500000 | consumed samples:       102400 | elapsed time per iteration (ms): 510.0 | learning rate: 1.500E-04 | "
+        "global batch size:   512 | lm loss: 6.543210E+00 | loss scale: 32768.0 | grad norm: 1.100 | number of skipped iterations:   1 | number of nan iterations:   0 |\n",
+        encoding="utf-8",
+    )
+    r = parse_log(log).runs[0]
+    assert _value(r, "loss", 200) == 6.54321 and _value(r, "loss_scale", 200) == 32768.0 and r.declared_total == 500000
