@@ -591,5 +591,7 @@ def _input_mismatch(bad: list[_Row], first_inputs: list[_Row], judged: list[_Row
             "Check the tensor layout fed to the model (NCHW vs NHWC) and the dtype cast of the input.",
             "Feed both runs the exact same saved input tensor (disable random augmentation and shuffling), then "
             "compare again.",
+            "If the differing tensor is a weight or bias of the first operator (input.1/input.2 of an API-level "
+            "dump), the checkpoint or its conversion differs, not the data: compare the state dicts.",
         ],
         details={"first_inputs": [x.name for x in first_inputs]}, transforms=transforms, **base)
