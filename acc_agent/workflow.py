@@ -112,7 +112,7 @@ def plans(project: Project) -> list[SkillPlan]:
                          [_rel(project, a.golden_outputs), _rel(project, a.target_outputs)],
                          {"precision": project.model.target_precision, "rtol": rtol, "atol": atol},
                          {"golden_outputs": a.golden_outputs, "target_outputs": a.target_outputs}))
-    dump_opts: dict[str, Any] = {}
+    dump_opts: dict[str, Any] = {"all_rows": True}  # the per-layer plot needs every row in execution order
     if a.bench_dump:
         dump_opts["bench"] = _rel(project, a.bench_dump)
     out.append(SkillPlan("dumps", "compare_dumps", [_rel(project, a.golden_dump), _rel(project, a.target_dump)],
@@ -121,6 +121,10 @@ def plans(project: Project) -> list[SkillPlan]:
                          [_rel(project, a.baseline_perf), _rel(project, a.target_perf)], {},
                          {"baseline_perf": a.baseline_perf, "target_perf": a.target_perf}))
     return out
+
+
+#: Options the reports need (e.g. every dump row for the per-layer plot) but a person re-running the tool does not.
+_NOT_SHOWN = frozenset({"all_rows"})
 
 
 def command_line(plan: SkillPlan, base_dir: Path | None = None) -> str:
@@ -140,6 +144,11 @@ def command_line(plan: SkillPlan, base_dir: Path | None = None) -> str:
     parts = ["acc-agent", plan.tool.replace("_", "-")]
     parts += [show(p, i) for i, p in enumerate(plan.positional)]
     for key, value in plan.options.items():
+        if key in _NOT_SHOWN:
+            continue
+        if isinstance(value, bool):
+            parts += ["--" + key.replace("_", "-")] if value else []
+            continue
         text = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
         parts += ["--" + key.replace("_", "-"), show(text, 0)]
     return " ".join(parts)
