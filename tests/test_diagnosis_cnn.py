@@ -182,3 +182,28 @@ def test_cnn_bf16_fault_is_named_against_bench(cnn_dumps: Path) -> None:
     assert out.diagnosis is not None and out.diagnosis.category == "operator_fault", out.diagnosis
     assert out.first_divergence is not None
     assert out.first_divergence.module == "Module.blocks.1.2.ReLU.forward.0"
+
+
+def test_first_layer_jump_says_it_could_be_precision(cnn_dumps: Path, tmp_path: Path) -> None:
+    """Per-tensor int8 on every conv: the error jumps at the stem and then stays flat (measured: it does not
+    grow), so the tool cannot tell a stem fault from global quantisation — and says so."""
+    net = SmallCNN().eval()
+
+    def hook(_m: Any, _i: Any, out: Any) -> Any:
+        scale = out.abs().amax().clamp_min(1e-12) / 127
+        return torch.round(out / scale).clamp(-127, 127) * scale
+
+    for m in net.modules():
+        if isinstance(m, torch.nn.Conv2d):
+            m.register_forward_hook(hook)
+    capture_forward(net, tmp_path / "int8", args=(_preprocess(_image()),), include_root=True)
+    out = call_tool("compare_dumps", {"golden": str(cnn_dumps / "golden"), "target": str(tmp_path / "int8"),
+                                      "all_rows": True, "workers": 1})
+    assert isinstance(out, CompareDumpsOutput) and out.diagnosis is not None
+    assert out.diagnosis.category == "operator_fault"
+    assert out.first_divergence is not None and out.first_divergence.module == "Module.stem.Conv2d.forward.0"
+    assert out.diagnosis.details["first_computing_layer"] is True
+    assert "higher precision" in out.diagnosis.explanation
+    # a fault deeper in the network is not flagged as ambiguous
+    deeper = _compare(cnn_dumps, "leaky_relu_b3")
+    assert deeper.diagnosis is not None and deeper.diagnosis.details["first_computing_layer"] is False

@@ -465,6 +465,10 @@ def _operator_fault(node: _Node, out: _Row, in_row: _Row | None, incoming: list[
     fd = _first_divergence(node, out, in_row, incoming, reason)
     _set_status(judged, use_bench, [r for r in node.outputs if r.beyond])
     op = node.key
+    anc = {a.key for a in _ancestors(node)}
+    start = min((r.pos for r in node.outputs), default=node.pos)
+    first_layer = not any(r.judged and r.role in ("output", "tensor") and r.pos < start and r.key not in anc
+                          for r in judged)
     if final_row is not None and not final_row.beyond:
         tail = ("its effect on the final outputs stays within the bench's rounding noise, so only the layer-by-layer "
                 "comparison against the bench shows it — a real fault hidden inside low-precision noise.")
@@ -475,7 +479,10 @@ def _operator_fault(node: _Node, out: _Row, in_row: _Row | None, incoming: list[
         category="operator_fault",
         explanation=((f"One localised jump at {op}: {amp_text}; " if fresh_input is not None else
                       f"One localised jump: {op} turns clean inputs into an output {out.excess:.3g}x beyond "
-                      f"precision ({amp_text}); ") + tail),
+                      f"precision ({amp_text}); ") + tail
+                     + (" It is also the first layer that computes anything, so a precision setting applied to "
+                        "every layer (quantisation, lower-precision kernels) would look the same here: re-run this "
+                        "layer alone in higher precision to tell the two apart." if first_layer else "")),
         next_actions=[
             f"Reproduce {op} alone: feed it the golden inputs ({', '.join(fd.input_names[:3]) or 'see the dump'}) on "
             "both platforms and compare outputs with `acc-agent compare-tensors` — a difference there is the "
@@ -492,7 +499,7 @@ def _operator_fault(node: _Node, out: _Row, in_row: _Row | None, incoming: list[
             "framework, torch_npu and CANN versions, and the compare rows above.",
         ],
         details={"operator": op, "final_row": final_row.name if final_row else None,
-                 "growth_after_divergence": growth}, **base)
+                 "growth_after_divergence": growth, "first_computing_layer": first_layer}, **base)
 
 
 def _accumulation(node: _Node, out: _Row, final_row: _Row | None, growth: float, nodes: list[_Node],
