@@ -453,7 +453,7 @@ def _operator_fault(node: _Node, out: _Row, in_row: _Row | None, incoming: list[
     amp = _ratio(out.err, in_row.err if in_row else None)
     amp_text = (f"amplifying its incoming error {amp:.3g}x" if amp is not None
                 else "from inputs that match the golden exactly")
-    ref = "the bench's error" if use_bench else "the dtype budget"
+    ref = f"{budgets.BENCH_RATIO:g}x the bench's error" if use_bench else "the dtype budget"
     if fresh_input is not None:
         amp_text = (f"its input {fresh_input.name} already differs (relative error {fresh_input.err or 0:.3g}) "
                     "although no earlier dumped tensor does: the difference enters between operators — a "
