@@ -70,11 +70,22 @@ def plot_latency(latencies: dict[str, dict[int, list[float]]], path: Path) -> bo
         return False
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(batches), figsize=(4.5 * len(batches), 3.5), squeeze=False)
+    import numpy as np
+
     for ax, bs in zip(axes[0], batches, strict=True):
+        sides = {side: np.asarray([float(v) for v in latencies.get(side, {}).get(bs, []) if isinstance(v, int | float)])
+                 for side in ("baseline", "target")}
+        both = np.concatenate([v for v in sides.values() if v.size]) if any(v.size for v in sides.values()) else None
+        if both is None:
+            continue
+        hi = float(np.percentile(both, 99))  # shared bins; the slowest 1 % is counted, not drawn, so shapes stay visible
+        bins = np.linspace(float(both.min()), hi if hi > both.min() else float(both.max()) + 1e-9, 40)
         for side, color in (("baseline", "tab:blue"), ("target", "tab:orange")):
-            vals = [float(v) for v in latencies.get(side, {}).get(bs, []) if isinstance(v, int | float)]
-            if vals:
-                ax.hist(vals, bins=30, alpha=0.6, color=color, label=f"{side} (n={len(vals)})")
+            vals = sides[side]
+            if vals.size:
+                beyond = int((vals > bins[-1]).sum())
+                label = f"{side} (n={vals.size}, p50 {np.percentile(vals, 50):.3g} ms" + (f", {beyond} beyond axis)" if beyond else ")")
+                ax.hist(vals[vals <= bins[-1]], bins=bins, alpha=0.6, color=color, label=label)
         ax.set_title(f"batch {bs}")
         ax.set_xlabel("latency (ms)")
         ax.legend(fontsize=7)
