@@ -30,6 +30,17 @@ class Record:
     new_run: bool = False
     total_steps: int | None = None
     extras: dict[str, str] | None = None
+    # Hot-path form (optional): parallel field names and values instead of ``values``; the names
+    # tuple is shared by every line of one layout, so the collector can key its tables on it.
+    names: tuple[str, ...] | None = None
+    row: list[float] | None = None
+    # Bulk form: consecutive train lines of one layout as (line, step, total_steps, row) tuples.
+    batch: list[tuple[int, int, int | None, list[float]]] | None = None
+
+    def as_dict(self) -> dict[str, float]:
+        if self.names is not None and self.row is not None:
+            return dict(zip(self.names, self.row, strict=True))
+        return self.values
 
 
 class LogFormat(ABC):

@@ -162,7 +162,7 @@ class _Table:
     per-metric :class:`Series` when the run ends.
     """
 
-    __slots__ = ("appends", "cols", "names", "seq", "steps")
+    __slots__ = ("appends", "cols", "has_loss", "names", "seq", "steps")
 
     def __init__(self, names: tuple[str, ...]) -> None:
         self.names = names
@@ -170,6 +170,7 @@ class _Table:
         self.seq: array[int] = array("q")
         self.cols: list[array[float]] = [array("d") for _ in names]
         self.appends = [c.append for c in self.cols]
+        self.has_loss = "loss" in names
 
 
 def _series_from_tables(tables: list[_Table]) -> dict[str, Series]:
@@ -226,6 +227,51 @@ def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
             run.series = _series_from_tables(list(tables.values()))
 
     for rec in records:
+        bulk = rec.batch
+        if bulk is not None and rec.names is not None:
+            # Bulk train rows of one layout (hot path for long Megatron logs): the same rules as
+            # below — a step that goes back, or a repeated step with a loss, starts a new run.
+            names = rec.names
+            tab = None
+            count = 0
+            for line, bstep, total, row in bulk:
+                if run is None or (last_train is not None and (run.step_unit != step_unit or bstep < last_train
+                                                               or (bstep == last_train and last_loss_step == bstep and "loss" in names))):
+                    if count:
+                        kinds["train"] = kinds.get("train", 0) + count
+                        count = 0
+                    close()
+                    run = RunData(index=len(runs), step_unit=step_unit)
+                    runs.append(run)
+                    tables, last_train, last_loss_step, kinds, start_line, end_line = {}, None, None, {}, 0, 0
+                    tab = None
+                if tab is None:
+                    tab = tables.get(names)
+                    if tab is None:
+                        tab = tables[names] = _Table(names)
+                    appends, tsteps, tseq, has_loss = tab.appends, tab.steps, tab.seq, tab.has_loss
+                if not start_line:
+                    start_line = line
+                end_line = line
+                if total is not None:
+                    run.declared_total = total
+                count += 1
+                last_train = bstep
+                if has_loss:
+                    last_loss_step = bstep
+                seqno += 1
+                if tsteps and tsteps[-1] == bstep:
+                    for col, key, value in zip(tab.cols, names, row, strict=True):
+                        if not key.startswith("memory_") or value > col[-1]:
+                            col[-1] = value
+                    continue
+                tsteps.append(bstep)
+                tseq.append(seqno)
+                for append, value in zip(appends, row, strict=True):
+                    append(value)
+            if count:
+                kinds["train"] = kinds.get("train", 0) + count
+            continue
         step = rec.step
         kind = rec.kind
         unit = step_unit
@@ -237,7 +283,7 @@ def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
             assert run is not None
             if unit != run.step_unit or step < last_train:
                 restart = True  # counter went back, or epoch-level records then step-level ones
-            elif step == last_train and "loss" in rec.values:
+            elif step == last_train and "loss" in (rec.names or rec.values):
                 restart = last_loss_step == step
         if restart:
             close()
@@ -258,9 +304,14 @@ def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
         if rec.epoch is not None:
             run.max_epoch = rec.epoch if run.max_epoch is None else max(run.max_epoch, rec.epoch)
         kinds[kind] = kinds.get(kind, 0) + 1
-        values = rec.values
+        if rec.names is not None:
+            keys: tuple[str, ...] = rec.names
+            values_in: Iterable[float] = rec.row or ()
+        else:
+            keys = tuple(rec.values)
+            values_in = rec.values.values()
         if kind == "summary" or (step is None and kind == "eval"):
-            run.scalars.update(values)
+            run.scalars.update(rec.as_dict())
             continue
         if step is None:
             run.ordinal += 1
@@ -270,24 +321,23 @@ def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
             run.step_unit = unit
         if kind == "train":
             last_train = step
-        if "loss" in values:
-            last_loss_step = step
-        if not values:
+        if not keys:
             continue
-        keys = tuple(values)
         tab = tables.get(keys)
         if tab is None:
             tab = tables[keys] = _Table(keys)
+        if tab.has_loss:
+            last_loss_step = step
         tsteps = tab.steps
         seqno += 1
         if tsteps and tsteps[-1] == step:  # same fields again at the same step (one line per rank)
-            for col, (key, value) in zip(tab.cols, values.items(), strict=True):
+            for col, key, value in zip(tab.cols, keys, values_in, strict=True):
                 if not key.startswith("memory_") or value > col[-1]:
                     col[-1] = value
             continue
         tsteps.append(step)
         tab.seq.append(seqno)
-        for append, value in zip(tab.appends, values.values(), strict=True):
+        for append, value in zip(tab.appends, values_in, strict=True):
             append(value)
     close()
     for r in runs:

@@ -21,11 +21,12 @@ _EVAL_NAMES = {"lm_loss_value": "eval_loss", "lm_loss_ppl": "eval_ppl", "loss": 
 _VALIDATION = re.compile(r"validation loss at (?:iteration (\d+)|the end of training)", re.I)
 
 
+_NO_VALUES: dict[str, float] = {}
 _LAYOUTS: dict[tuple[str, ...], tuple[bool, tuple[str, ...], list[int]]] = {}
 
 
-def _pairs(text: str) -> dict[str, float]:
-    """``name: value`` fields between pipes.
+def _fields(text: str) -> tuple[tuple[str, ...], list[float]]:
+    """``name: value`` fields between pipes, as (canonical names, values).
 
     Megatron prints the same fields on every line, so the layout (which fields hold numbers and
     their canonical names) is worked out once and reused: per line only C-level string splits and
@@ -40,16 +41,23 @@ def _pairs(text: str) -> dict[str, float]:
     dense, names, idx = layout
     try:
         if dense:
-            return dict(zip(names, map(float, vals), strict=False))
-        return dict(zip(names, [float(vals[i]) for i in idx], strict=True))
+            return names, list(map(float, vals))
+        return names, [float(vals[i]) for i in idx]
     except ValueError:  # same layout, but a field that was numeric is not numeric on this line
-        out: dict[str, float] = {}
+        kept: list[str] = []
+        row: list[float] = []
         for i, name in zip(idx, names, strict=True):
             try:
-                out[name] = float(vals[i])
+                row.append(float(vals[i]))
             except ValueError:
                 continue
-        return out
+            kept.append(name)
+        return tuple(kept), row
+
+
+def _pairs(text: str) -> dict[str, float]:
+    names, row = _fields(text)
+    return dict(zip(names, row, strict=True))
 
 
 def _layout(keys: tuple[str, ...], vals: list[str]) -> tuple[bool, tuple[str, ...], list[int]]:
@@ -76,8 +84,11 @@ class MegatronText(LogFormat):
         return 0.95 if hits else 0.0
 
     def parse(self, source: LogSource) -> Iterator[Record]:
+        """Iteration lines go out in bulk records (one per layout run of a chunk); others singly."""
         last_step: int | None = None
         match_iter = _ITER_AT.match
+        batch: list[tuple[int, int, int | None, list[float]]] = []
+        batch_names: tuple[str, ...] | None = None
         for start, block in source.chunks():
             for lineno, line in enumerate(block, start):
                 pos = line.find("iteration ")
@@ -86,11 +97,19 @@ class MegatronText(LogFormat):
                     if m is not None:
                         step_text, total_text = m.groups()
                         last_step = step = int(step_text)
-                        yield Record(lineno, _pairs(line[m.end() :]), "train", step, None, False, int(total_text))
+                        names, row = _fields(line[m.end() :])
+                        if names is not batch_names and batch:
+                            yield Record(batch[0][0], _NO_VALUES, names=batch_names, batch=batch)
+                            batch = []
+                        batch_names = names
+                        batch.append((lineno, step, int(total_text), row))
                         continue
                 if "memory (MB)" in line:
                     mm = _MEM.search(line)
                     if mm is not None:
+                        if batch:
+                            yield Record(batch[0][0], _NO_VALUES, names=batch_names, batch=batch)
+                            batch = []
                         raw = _pairs(line[line.find("|", mm.end()) + 1 :])
                         mem = {f"memory_{k}_mb": v for k, v in raw.items()}
                         yield Record(line=lineno, values=mem, step=int(mm.group(1)))
@@ -105,4 +124,10 @@ class MegatronText(LogFormat):
                             values[name if name.startswith("eval_") else "eval_" + name] = value
                         eval_step = int(vm.group(1)) if vm.group(1) else last_step
                         if values:
+                            if batch:
+                                yield Record(batch[0][0], _NO_VALUES, names=batch_names, batch=batch)
+                                batch = []
                             yield Record(line=lineno, values=values, step=eval_step, kind="eval")
+            if batch:
+                yield Record(batch[0][0], _NO_VALUES, names=batch_names, batch=batch)
+                batch = []
