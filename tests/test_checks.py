@@ -19,7 +19,9 @@ HEAD = "# Compare — x\n\n<!-- acc-agent doc=Summary lang=en -->\n\n"
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("docs")
-    wf = run_workflow(load_project(REPO / "samples" / "demo_project" / "mig.yaml"))
+    project = tmp_path_factory.mktemp("demo") / "demo_project"
+    shutil.copytree(REPO / "samples" / "demo_project", project)  # skills may write records next to their inputs
+    wf = run_workflow(load_project(project / "mig.yaml"))
     render_all(wf, out, "en", with_plots=False)
     return out
 

@@ -19,8 +19,11 @@ DEMO = REPO / "samples" / "demo_project"
 
 
 @pytest.fixture(scope="module")
-def demo_wf() -> WorkflowResult:
-    return run_workflow(load_project(DEMO / "mig.yaml"))
+def demo_wf(tmp_path_factory: pytest.TempPathFactory) -> WorkflowResult:
+    """The workflow on a copy of the demo project: skills may write next to their inputs (short-run records)."""
+    project = tmp_path_factory.mktemp("demo") / "demo_project"
+    shutil.copytree(DEMO, project)
+    return run_workflow(load_project(project / "mig.yaml"))
 
 
 def _numbers(text: str) -> list[str]:
