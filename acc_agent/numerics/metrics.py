@@ -21,7 +21,7 @@ import numpy as np
 from acc_agent.models.compare import TensorMetrics
 from acc_agent.numerics import tolerance as tol
 
-CHUNK = 1 << 18
+CHUNK = 1 << 16
 THOUSANDTH = 0.001
 FIVE_THOUSANDTHS = 0.005
 #: msprobe rounds a cosine above this to 6 decimals (CompareConst.COSINE_THRESHOLD).
