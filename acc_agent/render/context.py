@@ -276,11 +276,18 @@ def build_golden(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         tsum = _array_summary(tpath, key) if tpath and tpath.is_file() else None
         erow = errs.get(key)
         mae = _finite(dig(erow, "max_abs_err")) if erow else None
+        missing = c.gap(r) if not r.ok else c.na(c.t("na_not_computed"))
+        within = _finite(dig(erow, "within_tolerance_ratio")) if erow else None
+        top1 = _finite(dig(erow, "top1_agreement")) if erow else None
         rows.append([
             code(key),
             c.val(gsum) if gsum else c.na(c.t("na_golden_unreadable")),
             c.val(tsum) if tsum else c.na(c.t("na_target_outputs"), ""),
-            c.val(mae) if mae is not None else (c.gap(r) if not r.ok else c.na(c.t("na_not_computed"))),
+            c.val(mae) if mae is not None else missing,
+            c.val(f"{within * 100:.1f} %") if within is not None else missing,
+            c.val(f"{top1 * 100:.0f} %") if top1 is not None else (
+                c.na(str(dig(erow, "na_reasons", "top1_agreement") or c.t("na_not_computed"))) if erow else missing),
+            c.val(str(erow.get("verdict") or erow.get("status") or "")) if erow else missing,
         ])
     verdict = str(r.output.get("verdict")) if r.ok and r.output else None
     nan_free = None
