@@ -410,7 +410,8 @@ def _diagnose_pass(judged: list[_Row], golden: Any, target: Any, use_bench: bool
             node, out, incoming = first
             in_row = max((r for r in incoming if r.judged), key=lambda r: r.excess, default=None)
             growth = _ratio(final_row.excess if final_row else None, out.excess)
-            return _operator_fault(node, out, in_row, incoming, final_row, growth, judged, use_bench, base)
+            return _operator_fault(node, out, in_row, incoming, final_row, growth, judged, use_bench, base,
+                                   inside=_inside(node, nodes))
         _set_status(judged, use_bench, [])
         return None, Diagnosis(
                 category="no_layer_fault",
@@ -437,7 +438,20 @@ def _diagnose_pass(judged: list[_Row], golden: Any, target: Any, use_bench: bool
     if growth is not None and growth >= budgets.GROWTH_RATIO:
         return _accumulation(node, out, final_row, growth, nodes, judged, use_bench, base)
     return _operator_fault(node, out, in_row, incoming, final_row, growth, judged, use_bench, base,
-                           fresh_input=fresh_input)
+                           fresh_input=fresh_input, inside=_inside(node, nodes))
+
+
+def _inside(node: _Node, nodes: list[_Node]) -> _Row | None:
+    """For a container at fault: the first bad tensor among its children's rows.
+
+    When no child module turns clean inputs into a bad output, that tensor is a child's *input*: the
+    fault sits in an operation between two recorded modules (a functional activation, an in-place op).
+    """
+    if not node.children:
+        return None
+    rows = sorted((r for n in nodes if node in _ancestors(n) for r in n.inputs + n.outputs if r.judged),
+                  key=lambda r: r.pos)
+    return next((r for r in rows if r.beyond), None)
 
 
 def _first_divergence(node: _Node, out: _Row, in_row: _Row | None, incoming: list[_Row], reason: str) -> FirstDivergence:
@@ -449,7 +463,8 @@ def _first_divergence(node: _Node, out: _Row, in_row: _Row | None, incoming: lis
 
 def _operator_fault(node: _Node, out: _Row, in_row: _Row | None, incoming: list[_Row], final_row: _Row | None,
                     growth: float | None, judged: list[_Row], use_bench: bool,
-                    base: dict[str, Any], fresh_input: _Row | None = None) -> tuple[FirstDivergence, Diagnosis]:
+                    base: dict[str, Any], fresh_input: _Row | None = None,
+                    inside: _Row | None = None) -> tuple[FirstDivergence, Diagnosis]:
     amp = _ratio(out.err, in_row.err if in_row else None)
     amp_text = (f"amplifying its incoming error {amp:.3g}x" if amp is not None
                 else "from inputs that match the golden exactly")
@@ -462,6 +477,10 @@ def _operator_fault(node: _Node, out: _Row, in_row: _Row | None, incoming: list[
     else:
         reason = (f"relative error {out.err:.3g} = {out.excess:.3g}x the allowed error ({ref}) while its inputs "
                   f"are within precision; {amp_text}")
+    if inside is not None and inside.role in ("input", "parameters"):
+        reason += (f"; inside it every recorded module before {inside.key} agrees and {inside.name} is the first "
+                   "tensor beyond precision: the fault is in an operation between recorded modules (a functional "
+                   "call such as an activation or scaling, or an in-place op)")
     fd = _first_divergence(node, out, in_row, incoming, reason)
     _set_status(judged, use_bench, [r for r in node.outputs if r.beyond])
     op = node.key
@@ -499,7 +518,8 @@ def _operator_fault(node: _Node, out: _Row, in_row: _Row | None, incoming: list[
             "framework, torch_npu and CANN versions, and the compare rows above.",
         ],
         details={"operator": op, "final_row": final_row.name if final_row else None,
-                 "growth_after_divergence": growth, "first_computing_layer": first_layer}, **base)
+                 "growth_after_divergence": growth, "first_computing_layer": first_layer,
+                 "first_bad_tensor_inside": inside.name if inside is not None else None}, **base)
 
 
 def _accumulation(node: _Node, out: _Row, final_row: _Row | None, growth: float, nodes: list[_Node],
