@@ -109,3 +109,14 @@ def test_missing_document_is_reported(rendered: Path, tmp_path: Path) -> None:
     (out / "Compare.md").unlink()
     problems, _ = check_folder(out)
     assert "missing_document" in {p.check for p in problems}
+
+
+def test_raw_user_string_is_caught() -> None:
+    from acc_agent.render.checks import check_user_strings, user_strings
+
+    strings = user_strings({"datasets": [{"dataset": "set|with|pipes"}], "model": {"name": "a <b>"}, "n": 3})
+    assert strings == ["set|with|pipes", "a <b>"]
+    assert check_user_strings("| x | set\\|with\\|pipes | a \\<b\\> |\n", "Compare", strings) == []
+    assert check_user_strings("path `set|with|pipes` in code is fine\n", "Compare", strings) == []
+    bad = check_user_strings("dataset set|with|pipes raw\n", "Compare", strings)
+    assert [p.check for p in bad] == ["unescaped_user_string"] and bad[0].line == 1

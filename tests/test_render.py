@@ -76,7 +76,11 @@ def test_hostile_user_strings_are_escaped(tmp_path: Path) -> None:
     wf = run_workflow(load_project(tmp_path / "mig.yaml"))
     out = tmp_path / "out"
     render_all(wf, out, "en", with_plots=False)
-    problems, _ = check_folder(out)
+    from acc_agent.render.checks import user_strings
+
+    strings = user_strings(wf.project.model_dump(mode="json"))
+    assert "set|with|pipes" in strings and "`a` <i>b</i>" in strings
+    problems, _ = check_folder(out, strings)
     assert problems == []
     readme = (out / "Mig_Readme.md").read_text(encoding="utf-8")
     assert "set\\|with\\|pipes" in readme and "\\<i\\>b\\</i\\>" in readme and "`d\\|p/x.npz`" in readme

@@ -22,10 +22,19 @@ def _fail(err: AccAgentError) -> None:
     raise typer.Exit(2)
 
 
-def _print_check(folder: Path) -> int:
-    from acc_agent.render.checks import check_folder
+def _print_check(folder: Path, config: Path) -> int:
+    from acc_agent.render.checks import check_folder, user_strings
 
-    problems, matrix = check_folder(folder)
+    strings = None
+    path = config / "mig.yaml" if config.is_dir() else config
+    if path.is_file():  # with the project file, also verify its strings were printed escaped
+        from acc_agent.models.project import load_project
+
+        try:
+            strings = user_strings(load_project(path).model_dump(mode="json"))
+        except AccAgentError as err:
+            _fail(err)
+    problems, matrix = check_folder(folder, strings)
     docs = sorted({d for row in matrix for d in row.values})
     typer.echo("Document consistency matrix (" + str(folder) + "):")
     typer.echo("  fact".ljust(24) + "".join(d.ljust(14) for d in docs) + "agree  value")
@@ -86,7 +95,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         if check:
             folder = out if out is not None else (config if config.is_dir() else config.parent)
-            raise typer.Exit(_print_check(folder))
+            raise typer.Exit(_print_check(folder, config))
         raise typer.Exit(_render(config, out, lang))
 
     @app.command("demo", help="Run the whole workflow on the bundled demo migration project (a small network "

@@ -186,6 +186,32 @@ def check_markdown(text: str, name: str = "") -> list[Problem]:
     return problems
 
 
+def user_strings(data: Any) -> list[str]:
+    """Every string in the project file that markdown would misread if printed raw (pipes, HTML, backticks)."""
+    found: list[str] = []
+    if isinstance(data, str):
+        if any(ch in data for ch in "|<>`"):
+            found.append(" ".join(data.splitlines()))
+    elif isinstance(data, dict):
+        for v in data.values():
+            found += user_strings(v)
+    elif isinstance(data, list | tuple):
+        for v in data:
+            found += user_strings(v)
+    return found
+
+
+def check_user_strings(text: str, name: str, strings: list[str]) -> list[Problem]:
+    """A user string printed raw (outside a code span) means a template forgot to escape it."""
+    problems: list[Problem] = []
+    for no, ln in enumerate(text.splitlines(), 1):
+        bare = CODE_SPAN_RE.sub("", ln)
+        for s in strings:
+            if s in bare:
+                problems.append(Problem(name, "unescaped_user_string", f"{s[:40]!r} printed without escaping", no))
+    return problems
+
+
 def _fact(p: Parsed, section: str | None, label_key: str, col: int = 1) -> str | None:
     label = translate(label_key, p.lang)
     for tab in p.tables:
@@ -273,8 +299,11 @@ def consistency(docs: dict[str, Parsed]) -> tuple[list[MatrixRow], list[Problem]
     return matrix, problems
 
 
-def check_folder(folder: Path) -> tuple[list[Problem], list[MatrixRow]]:
-    """Every markdown check on each document in ``folder``, then the consistency matrix across them."""
+def check_folder(folder: Path, strings: list[str] | None = None) -> tuple[list[Problem], list[MatrixRow]]:
+    """Every markdown check on each document in ``folder``, then the consistency matrix across them.
+
+    ``strings`` are the user-supplied strings (from mig.yaml) that must appear escaped, if known.
+    """
     from acc_agent.render.deliverables import DOCUMENTS
 
     problems: list[Problem] = []
@@ -287,6 +316,8 @@ def check_folder(folder: Path) -> tuple[list[Problem], list[MatrixRow]]:
             continue
         text = path.read_text(encoding="utf-8")
         problems += check_markdown(text, name)
+        if strings:
+            problems += check_user_strings(text, name, strings)
         parsed[name] = parse(text, name)
     langs = {p.lang for p in parsed.values()}
     if len(langs) > 1:

@@ -77,7 +77,7 @@ def _text(out: RenderDeliverablesOutput) -> str:
 def render_deliverables(params: RenderDeliverablesInput) -> RenderDeliverablesOutput:
     from acc_agent.errors import AccAgentError
     from acc_agent.models.project import load_project
-    from acc_agent.render.checks import check_folder
+    from acc_agent.render.checks import check_folder, user_strings
     from acc_agent.render.deliverables import render_all
     from acc_agent.workflow import run_workflow
 
@@ -89,7 +89,7 @@ def render_deliverables(params: RenderDeliverablesInput) -> RenderDeliverablesOu
     except OSError as exc:
         raise AccAgentError("cannot_write", f"cannot write the documents into {out_dir}: {exc.strerror or exc}",
                             hint="Pass a writable folder with --out.", path=str(out_dir)) from None
-    problems, _matrix = check_folder(out_dir)
+    problems, _matrix = check_folder(out_dir, user_strings(project.model_dump(mode="json")))
     gaps = [Gap(slot=r.slot, tool=r.tool, reason=r.reason, command=r.command) for r in wf.results.values()
             if not r.ok and r.status != "not_applicable"]
     verdict: Literal["complete", "with_gaps", "check_failed"] = (
