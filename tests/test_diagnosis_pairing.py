@@ -76,6 +76,7 @@ def test_wrapped_and_renamed_target_pairs_and_fault_is_named(tmp_path: Path) -> 
     assert out.unmatched_target == ["Module.module.Net.forward.0.input.0", "Module.module.Net.forward.0.output.0"]
     methods = {r.pair_method for r in out.rows}  # type: ignore[attr-defined]
     assert methods == {"normalised"}
+    assert out.diagnosis is not None and out.diagnosis.details["pairing_methods"] == {"normalised": len(out.rows)}
     assert out.diagnosis is not None and out.diagnosis.category == "operator_fault", out.diagnosis
     assert out.first_divergence is not None
     assert out.first_divergence.module == "Module.module.act.FastGelu.forward.0"

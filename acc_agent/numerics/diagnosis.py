@@ -335,15 +335,20 @@ def diagnose(rows: list[Any], golden: Any, target: Any, bench: Any = None,
     use_bench = bench is not None and any(r.bench_err is not None for r in judged_all)
     forward = [r for r in judged_all if ".backward" not in r.key]
     backward = [r for r in judged_all if ".backward" in r.key]
+    methods: dict[str, int] = {}
+    for row in rows:
+        method = str(getattr(row, "pair_method", None) or "exact")
+        methods[method] = methods.get(method, 0) + 1
     if not forward or not any(r.judged for r in forward):
-        return _diagnose_pass(backward, golden, target, use_bench, "backward")
-    fd, diag = _diagnose_pass(forward, golden, target, use_bench, "forward")
-    if diag.category == "no_layer_fault" and any(r.beyond for r in backward):
-        fd_b, diag_b = _diagnose_pass(backward, golden, target, use_bench, "backward")
-        diag_b.explanation = "The forward pass agrees; in the backward pass: " + diag_b.explanation
-        return fd_b, diag_b
-    if backward:
-        diag.details["backward_rows_not_walked"] = len(backward)
+        fd, diag = _diagnose_pass(backward, golden, target, use_bench, "backward")
+    else:
+        fd, diag = _diagnose_pass(forward, golden, target, use_bench, "forward")
+        if diag.category == "no_layer_fault" and any(r.beyond for r in backward):
+            fd, diag = _diagnose_pass(backward, golden, target, use_bench, "backward")
+            diag.explanation = "The forward pass agrees; in the backward pass: " + diag.explanation
+        elif backward:
+            diag.details["backward_rows_not_walked"] = len(backward)
+    diag.details["pairing_methods"] = methods  # how much of the judgement rests on inferred pairs
     return fd, diag
 
 
