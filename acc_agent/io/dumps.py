@@ -126,6 +126,19 @@ class Dump:
             raise tensors.missing_file(path)
         return tensors.read_tensor(path)
 
+    def stream(self, name: str) -> np.ndarray | tensors.NpyStream:
+        """Like :meth:`load`, but a C-ordered ``.npy`` comes back as a chunk reader (see NpyStream)."""
+        e = self.entry(name)
+        if e.container_key is None and e.data_name is not None and self.data_dir is not None \
+                and e.data_name.lower().endswith(".npy"):
+            path = tensors.safe_join(self.data_dir, e.data_name)
+            if not path.exists():
+                raise tensors.missing_file(path)
+            stream = tensors.NpyStream(path)
+            if not stream.fortran:
+                return stream
+        return self.load(name)
+
     def nbytes(self) -> int:
         """Bytes of tensor data on disk (for choosing parallelism and for reports)."""
         if self.data_dir is None:

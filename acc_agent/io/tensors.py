@@ -99,6 +99,68 @@ def read_npy(path: Path, *, mmap: bool = True) -> np.ndarray:
     return arr
 
 
+class NpyStream:
+    """A C-ordered ``.npy`` read in flat chunks into one reused buffer.
+
+    Why not a memory map: every first touch of a mapped page is a page fault, and on a virtual
+    machine those cost more system time than the metrics themselves (0.6 s of 1.6 s on a 226 MB
+    pair); mapped pages also count in RSS until unmapped. ``read`` copies a chunk from the page
+    cache into the same buffer each time, so memory stays at one chunk per side.
+    Header problems (truncation, object dtype) are reported when the stream is opened.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            with path.open("rb") as fh:
+                fmt = np.lib.format
+                version = fmt.read_magic(fh)
+                reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+                shape, fortran, dtype = reader(fh)
+                self.offset = fh.tell()
+        except FileNotFoundError:
+            raise missing_file(path) from None
+        except (ValueError, OSError, EOFError, SyntaxError) as exc:
+            # Not a plain .npy header: let the full reader classify it (pickle, corrupt, ...).
+            read_npy(path)
+            raise _corrupt(path, str(exc)) from None
+        if dtype.hasobject:
+            raise _pickle_refused(path, "object dtype array")
+        if dtype.kind == "V" and dtype.itemsize == 2 and not dtype.names:
+            dtype = numpy_dtype("bfloat16")
+        self.dtype: np.dtype[Any] = np.dtype(dtype)
+        self.shape: tuple[int, ...] = tuple(int(s) for s in shape)
+        self.fortran = bool(fortran)
+        self.size = int(np.prod(self.shape)) if self.shape else 1
+        if self.offset + self.size * self.dtype.itemsize > path.stat().st_size:
+            raise _corrupt(path, "the data is shorter than its header says (truncated)")
+        self._fh: Any = None
+        self._buf: np.ndarray | None = None
+
+    def read(self, start: int, count: int) -> np.ndarray:
+        """Elements ``start:start+count`` of the flat (C-order) data; valid until the next call."""
+        if self._fh is None:
+            self._fh = self.path.open("rb")
+        if self._buf is None or self._buf.size < count:
+            self._buf = np.empty(count, dtype=self.dtype)
+        out = self._buf[:count]
+        self._fh.seek(self.offset + start * self.dtype.itemsize)
+        got = self._fh.readinto(out.view(np.uint8).data)
+        if got != count * self.dtype.itemsize:
+            raise _corrupt(self.path, "file shrank while being read")
+        return out
+
+    def to_array(self) -> np.ndarray:
+        """The whole tensor (for the few checks that need it at once)."""
+        return read_npy(self.path)
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        self._buf = None
+
+
 def read_npz_key(path: Path, key: str) -> np.ndarray:
     """One array of an ``.npz`` (loaded whole: numpy cannot memory-map compressed members)."""
     try:

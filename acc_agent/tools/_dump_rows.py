@@ -86,30 +86,51 @@ def compute_row(golden: Dump, target: Dump, bench: Dump | None, job: Job, precis
         "rank": rank or None,
     }
     prec = row_precision(precision, te.dtype)
+    opened: list[Any] = []
     try:
-        t_arr = target.load(job.target_name)
-        g_arr = golden.load(job.golden_name)
+        return _compute_opened(golden, target, bench, job, prec, base, opened)
+    finally:
+        for src in opened:
+            close = getattr(src, "close", None)
+            if close is not None:
+                close()
+
+
+def _na_row(base: dict[str, Any], err: AccAgentError) -> DumpRow:
+    status: RowStatus = "skipped" if err.code == "no_tensor_data" else "error"
+    reasons = {k: f"unsupported: {err.message}" for k in ("cosine", "euc_dist", "max_abs_err", "max_rel_err",
+                                                           "one_thousandth_ratio", "five_thousandths_ratio")}
+    return DumpRow(**base, status=status, message=f"{err.message}. {err.hint}".strip(), na_reasons=reasons)
+
+
+def _compute_opened(golden: Dump, target: Dump, bench: Dump | None, job: Job, prec: str, base: dict[str, Any],
+                    opened: list[Any]) -> DumpRow:
+    try:
+        t_src = target.stream(job.target_name)
+        opened.append(t_src)
+        g_src = golden.stream(job.golden_name)
+        opened.append(g_src)
     except AccAgentError as err:
-        status: RowStatus = "skipped" if err.code == "no_tensor_data" else "error"
-        reasons = {k: f"unsupported: {err.message}" for k in ("cosine", "euc_dist", "max_abs_err", "max_rel_err",
-                                                               "one_thousandth_ratio", "five_thousandths_ratio")}
-        return DumpRow(**base, status=status, message=f"{err.message}. {err.hint}".strip(), na_reasons=reasons)
-    base["golden_dtype"] = _dtype_name(g_arr) or ge.dtype
-    base["target_dtype"] = _dtype_name(t_arr) or te.dtype
-    base["golden_shape"] = [int(s) for s in g_arr.shape]
-    base["target_shape"] = [int(s) for s in t_arr.shape]
+        return _na_row(base, err)
+    base["golden_dtype"] = _dtype_name(g_src) or base["golden_dtype"]
+    base["target_dtype"] = _dtype_name(t_src) or base["target_dtype"]
+    base["golden_shape"] = [int(s) for s in g_src.shape]
+    base["target_shape"] = [int(s) for s in t_src.shape]
     try:
-        m = compute_metrics(g_arr, t_arr, precision=prec)
-    except (ValueError, TypeError, OSError) as exc:  # e.g. a memory-mapped file truncated while reading
+        m = compute_metrics(g_src, t_src, precision=prec)
+    except AccAgentError as err:  # e.g. a file truncated while being read
+        return _na_row(base, err)
+    except (ValueError, TypeError, OSError) as exc:
         return DumpRow(**base, status="error", message=f"could not compute metrics: {exc}")
-    del t_arr
     verdict, message = judge(m)
     if base["golden_dtype"] != base["target_dtype"] and not message:
         message = f"dtype differs: target {base['target_dtype']} vs golden {base['golden_dtype']}"
     row = DumpRow(**base, **m.model_dump(), status=verdict, message=message)
     if bench is not None and job.bench_name is not None:
         try:
-            row.bench = compute_metrics(g_arr, bench.load(job.bench_name), precision=prec)
+            b_src = bench.stream(job.bench_name)
+            opened.append(b_src)
+            row.bench = compute_metrics(g_src, b_src, precision=prec)
         except AccAgentError as err:
             row.bench = TensorMetrics(na_reasons={"cosine": f"unsupported: bench {err.message}"})
     return row
