@@ -183,3 +183,16 @@ def test_tolerance_table() -> None:
         assert tol.resolve(p).atol > 1e-5  # FP32-level atol never chosen for a low-precision run
     override = tol.resolve("fp16", atol=1e-5)
     assert override.atol == 1e-5 and "user override" in override.source and "far below" in override.note
+
+
+def test_streamed_and_in_memory_give_identical_metrics(tmp_path: Any) -> None:
+    from acc_agent.io.tensors import NpyStream
+
+    rng = np.random.default_rng(4)
+    g = rng.standard_normal((300, 1, 700)).astype(np.float32)
+    t = g.astype(np.float16)
+    t[5, 0, 5] = 0
+    np.save(tmp_path / "g.npy", g)
+    np.save(tmp_path / "t.npy", t)
+    streamed = compute_metrics(NpyStream(tmp_path / "g.npy"), NpyStream(tmp_path / "t.npy"), precision="fp16")
+    assert streamed == compute_metrics(g, t, precision="fp16")

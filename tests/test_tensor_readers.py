@@ -184,3 +184,28 @@ def test_pt_fp8_kept_bit_exact(tmp_path: Path) -> None:
     got = read_tensor(tmp_path / "f8.pt")
     assert got.dtype == np.dtype(ml_dtypes.float8_e4m3fn)
     assert np.array_equal(got.astype(np.float32), t.float().numpy())
+
+
+def test_npy_stream_reads_chunks_and_reports_damage(tmp_path: Path) -> None:
+    a = np.arange(10_000, dtype=np.float32).reshape(100, 100)
+    np.save(tmp_path / "a.npy", a)
+    s = tensors.NpyStream(tmp_path / "a.npy")
+    assert (s.shape, s.dtype, s.size) == ((100, 100), np.dtype(np.float32), 10_000)
+    assert np.array_equal(s.read(250, 10), a.reshape(-1)[250:260])
+    raw = (tmp_path / "a.npy").read_bytes()
+    (tmp_path / "a.npy").write_bytes(raw[:-4])  # shrinks after opening: caught on read
+    with pytest.raises(AccAgentError) as exc:
+        s.read(9_990, 10)
+    assert exc.value.code == "corrupt_tensor"
+    s.close()
+    with pytest.raises(AccAgentError) as exc:
+        tensors.NpyStream(tmp_path / "a.npy")
+    assert exc.value.code == "corrupt_tensor" and "truncated" in exc.value.message
+
+
+def test_dump_streams_c_order_and_loads_fortran_order(tmp_path: Path) -> None:
+    np.save(tmp_path / "c.npy", np.ones((3, 4), np.float32))
+    np.save(tmp_path / "f.npy", np.asfortranarray(np.ones((3, 4), np.float32)))
+    dump = open_dump(tmp_path)
+    assert isinstance(dump.stream("c"), tensors.NpyStream)  # type: ignore[union-attr]
+    assert isinstance(dump.stream("f"), np.ndarray)  # type: ignore[union-attr]
