@@ -1,4 +1,4 @@
-"""The row engine of ``compare_dumps``: pair two dumps and compute one metrics row per pair.
+"""The row engine of ``compare_dumps``: one metrics row per paired tensor, with its initial status.
 
 Kept apart from the tool so it can run in worker processes: a worker gets dump *paths* and the
 list of pairs, reopens the dumps itself and streams one tensor pair at a time, so memory per
