@@ -147,6 +147,8 @@ def build_app() -> typer.Typer:
     app = typer.Typer(
         no_args_is_help=True,
         add_completion=False,
+        rich_markup_mode=None,  # plain help: rich's formatter alone costs ~60 ms of start-up
+        pretty_exceptions_enable=False,
         help="acc-agent: check a GPU→Ascend NPU migration (environment, baseline, short run, "
         "performance, accuracy) and write Mig_Readme.md, Compare.md and Mig_report.md.",
     )

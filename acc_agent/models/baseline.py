@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from acc_agent.models.common import ToolOutput
+from acc_agent.models.common import Model, ToolOutput
 
 BaselineSource = Literal["project_log", "gpu_measured", "cpu_log", "na"]
 
 
-class BaselineCandidate(BaseModel):
+class BaselineCandidate(Model):
     """One log found in the project and how it measures up as a baseline."""
 
     path: str
@@ -38,7 +38,7 @@ class BaselineCandidate(BaseModel):
     reasons: list[str] = Field(default_factory=list, description="Why it does not qualify, if it does not.")
 
 
-class CommandRow(BaseModel):
+class CommandRow(Model):
     """One row of the Mig_Readme §2.6 baseline-side call-interface table."""
 
     scenario: str

@@ -27,13 +27,23 @@ CsvFloats = Annotated[list[float], BeforeValidator(_split_csv)]
 CsvStrs = Annotated[list[str], BeforeValidator(_split_csv)]
 
 
-class ToolInput(BaseModel):
+class Model(BaseModel):
+    """Base of acc-agent's models: schemas are built on first use, not at import.
+
+    Deferring keeps ``acc-agent --help`` fast: the CLI only reads field declarations, and most
+    invocations validate a handful of models out of the dozens the tools declare.
+    """
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class ToolInput(Model):
     """Base of every tool input: unknown fields are refused so that typos surface."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
-class Evidence(BaseModel):
+class Evidence(Model):
     """One input a result was computed from: a file, a step range, a threshold, a command."""
 
     kind: str = Field(description="file | steps | threshold | command | setting | environment")
@@ -41,7 +51,7 @@ class Evidence(BaseModel):
     detail: str = Field(default="", description="What was taken from it.")
 
 
-class ToolOutput(BaseModel):
+class ToolOutput(Model):
     """Base of every tool output.
 
     ``failing_verdicts`` lists the verdicts that make the CLI exit with code 1; subclasses narrow

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from acc_agent.models.common import ToolOutput
+from acc_agent.models.common import Model, ToolOutput
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence
 
 RowStatus = Literal["pass", "warning", "error", "unmatched", "skipped"]
 
 
-class TensorMetrics(BaseModel):
+class TensorMetrics(Model):
     """msprobe's six real-data metrics (same definitions) plus the extra ones acc-agent adds.
 
     A metric that cannot be computed is ``None`` and its reason is in ``na_reasons[metric]``
@@ -81,7 +81,7 @@ class CompareDumpsOutput(ToolOutput):
     csv_path: str | None = None
 
 
-class ToleranceUsed(BaseModel):
+class ToleranceUsed(Model):
     """The tolerance a verdict was judged with, and where it came from."""
 
     rtol: float

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from acc_agent.models.common import Model
 
 DiagnosisCategory = Literal[
     "input_mismatch", "precision_accumulation", "layer_mismatch", "operator_fault", "no_layer_fault"
 ]
 
 
-class FirstDivergence(BaseModel):
+class FirstDivergence(Model):
     """The first tensor/module whose error exceeds what precision explains while its inputs are clean."""
 
     name: str = Field(description="Row name (msprobe data_name without extension) of the first tensor at fault.")
@@ -32,7 +34,7 @@ class FirstDivergence(BaseModel):
     reason: str = ""
 
 
-class InputTransform(BaseModel):
+class InputTransform(Model):
     """A transformation under which the target tensor equals the golden one (measured, not guessed)."""
 
     row: str
@@ -43,7 +45,7 @@ class InputTransform(BaseModel):
     params: dict[str, object] = Field(default_factory=dict)
 
 
-class LayerGrowth(BaseModel):
+class LayerGrowth(Model):
     """A module where the error grew: how much it multiplied its incoming error."""
 
     module: str
@@ -53,7 +55,7 @@ class LayerGrowth(BaseModel):
     growth: float | None
 
 
-class Diagnosis(BaseModel):
+class Diagnosis(Model):
     category: DiagnosisCategory
     explanation: str = ""
     next_actions: list[str] = Field(default_factory=list)

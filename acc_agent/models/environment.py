@@ -11,14 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from acc_agent.models.common import ToolInput, ToolOutput
+from acc_agent.models.common import Model, ToolInput, ToolOutput
 
 CheckStatus = Literal["ok", "warn", "fail", "unknown", "skipped"]
 
 
-class NpuChip(BaseModel):
+class NpuChip(Model):
     """One chip row pair of ``npu-smi info``; None where the output has no value (``NA``, ``-``)."""
 
     npu_id: int
@@ -37,7 +37,7 @@ class NpuChip(BaseModel):
     hbm_total_mb: int | None = None
 
 
-class NpuProcess(BaseModel):
+class NpuProcess(Model):
     npu_id: int
     chip_id: int
     pid: int
@@ -45,7 +45,7 @@ class NpuProcess(BaseModel):
     memory_mb: int | None = None
 
 
-class NpuSmiInfo(BaseModel):
+class NpuSmiInfo(Model):
     """Parsed ``npu-smi info``; ``problems`` lists what could not be read (never silently skipped)."""
 
     source: str = Field(description="File the output was read from, or the command that produced it.")
@@ -57,7 +57,7 @@ class NpuSmiInfo(BaseModel):
     problems: list[str] = Field(default_factory=list)
 
 
-class GpuDevice(BaseModel):
+class GpuDevice(Model):
     index: int
     name: str
     bus_id: str | None = None
@@ -69,7 +69,7 @@ class GpuDevice(BaseModel):
     temp_c: float | None = None
 
 
-class GpuProcess(BaseModel):
+class GpuProcess(Model):
     gpu: int
     pid: int
     type: str = ""
@@ -77,7 +77,7 @@ class GpuProcess(BaseModel):
     memory_mib: int | None = None
 
 
-class NvidiaSmiInfo(BaseModel):
+class NvidiaSmiInfo(Model):
     source: str
     smi_version: str | None = None
     driver_version: str | None = None
@@ -87,7 +87,7 @@ class NvidiaSmiInfo(BaseModel):
     problems: list[str] = Field(default_factory=list)
 
 
-class Check(BaseModel):
+class Check(Model):
     """One thing the environment check looked at."""
 
     name: str = Field(description="Stable identifier, e.g. 'torch_npu_matches_torch'.")
@@ -157,7 +157,7 @@ class CheckEnvironmentOutput(ToolOutput):
     snapshot_path: str | None = None
 
 
-class EnvDifference(BaseModel):
+class EnvDifference(Model):
     key: str
     baseline: str | None
     target: str | None

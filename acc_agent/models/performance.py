@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from acc_agent.models.common import CsvInts, ToolInput, ToolOutput
+from acc_agent.models.common import CsvInts, Model, ToolInput, ToolOutput
 
 Scope = Literal["end_to_end", "device_only", "segmented", "training_step"]
 SCOPE_TEXT: dict[str, str] = {
@@ -24,7 +24,7 @@ SCOPE_TEXT: dict[str, str] = {
 }
 
 
-class StageStats(BaseModel):
+class StageStats(Model):
     """Timing of one stage marked with ``acc_agent.timing.stage`` (per iteration, ms)."""
 
     p50_ms: float
@@ -34,14 +34,14 @@ class StageStats(BaseModel):
     samples_ms: list[float] = Field(default_factory=list)
 
 
-class OutlierReport(BaseModel):
+class OutlierReport(Model):
     count: int
     indices: list[int] = Field(default_factory=list, description="Positions in samples_ms (0-based, after warm-up).")
     rule: str
     included_in_statistics: bool = Field(default=True, description="Outliers are reported, not dropped.")
 
 
-class WarmupReport(BaseModel):
+class WarmupReport(Model):
     configured: int = Field(description="Untimed warm-up iterations run before timing.")
     reason: str
     residual_detected: int = Field(
@@ -50,7 +50,7 @@ class WarmupReport(BaseModel):
     rule: str = ""
 
 
-class BatchResult(BaseModel):
+class BatchResult(Model):
     """Statistics for one batch size. On error every number is None and ``error`` says why."""
 
     batch_size: int
@@ -76,7 +76,7 @@ class BatchResult(BaseModel):
     samples_ms: list[float] = Field(default_factory=list, description="Per-iteration latencies after warm-up, in order.")
 
 
-class MeasurementSettings(BaseModel):
+class MeasurementSettings(Model):
     """What Compare.md §2.3 must state, so the measurement can be repeated and compared."""
 
     source: Literal["callable", "command", "log"]
@@ -97,7 +97,7 @@ class MeasurementSettings(BaseModel):
     timeout_s: float | None = None
 
 
-class NotExecuted(BaseModel):
+class NotExecuted(Model):
     """Seed 002 §7.0: when not triggered, say exactly these three things."""
 
     reason: str
@@ -186,7 +186,7 @@ class ComparePerformanceInput(ToolInput):
     )
 
 
-class RatioRow(BaseModel):
+class RatioRow(Model):
     batch_size: int
     statistic: str
     baseline_ms: float
@@ -202,7 +202,7 @@ class RatioRow(BaseModel):
     met: bool | None = Field(default=None, description="Upper CI bound (or ratio without CI) <= target_ratio.")
 
 
-class StageGap(BaseModel):
+class StageGap(Model):
     stage: str
     baseline_ms: float
     target_ms: float

@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from acc_agent.errors import AccAgentError
+from acc_agent.models.common import Model
 
 Precision = Literal["fp16", "bf16", "fp32"]
 Purpose = Literal["short_run", "smoke", "golden", "full", "training", "inference_acceptance"]
@@ -22,7 +23,7 @@ Purpose = Literal["short_run", "smoke", "golden", "full", "training", "inference
 DEFAULT_TOLERANCE: dict[str, tuple[float, float]] = {"fp16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2), "fp32": (1e-5, 1e-6)}
 
 
-class _Strict(BaseModel):
+class _Strict(Model):
     model_config = ConfigDict(extra="forbid")
 
 

@@ -9,25 +9,25 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
-from acc_agent.models.common import ToolOutput
+from acc_agent.models.common import Model, ToolOutput
 
 
-class MetricPoint(BaseModel):
+class MetricPoint(Model):
     """One value of a metric; ``value`` is null when the log printed NaN/Inf."""
 
     step: int
     value: float | None
 
 
-class StepRange(BaseModel):
+class StepRange(Model):
     first: int | None = None
     last: int | None = None
     count: int = 0
 
 
-class RunSummary(BaseModel):
+class RunSummary(Model):
     """One run found in the file (logs often hold several: a restarted job, several tables)."""
 
     index: int
@@ -104,7 +104,7 @@ def _parse_band(value: Any) -> Any:
     return value
 
 
-class Window(BaseModel):
+class Window(Model):
     """Steps (inclusive) the judgement used; null ends mean the run's first/last logged step."""
 
     start_step: int | None = None
@@ -117,7 +117,7 @@ class Window(BaseModel):
         return self
 
 
-class Band(BaseModel):
+class Band(Model):
     """Expected cumulative relative loss drop over the window, as fractions (0.3 = 30 %)."""
 
     low: float = Field(default=0.3, ge=-1.0, le=1.0)
@@ -134,7 +134,7 @@ WindowArg = Annotated[Window, BeforeValidator(_parse_window)]
 BandArg = Annotated[Band, BeforeValidator(_parse_band)]
 
 
-class Check(BaseModel):
+class Check(Model):
     """One smoke / floating-point-exception check on the log."""
 
     name: str
@@ -143,7 +143,7 @@ class Check(BaseModel):
     steps: list[int] = Field(default_factory=list)
 
 
-class RepeatRecord(BaseModel):
+class RepeatRecord(Model):
     """One judged short run, as kept in the project's record file."""
 
     fingerprint: str
@@ -222,7 +222,7 @@ def _parse_tolerances(value: Any) -> Any:
 TolerancesArg = Annotated[dict[str, float], BeforeValidator(_parse_tolerances)]
 
 
-class CurveComparison(BaseModel):
+class CurveComparison(Model):
     """One metric of baseline vs target, aligned on common steps."""
 
     metric: str
@@ -264,7 +264,7 @@ class CompareLossCurvesOutput(ToolOutput):
     plot_note: str | None = None
 
 
-class ConfigDiff(BaseModel):
+class ConfigDiff(Model):
     """One hyper-parameter on both sides."""
 
     name: str = Field(description="Canonical name (lr, global_batch_size, tensor_parallel, precision, flash_attention...).")

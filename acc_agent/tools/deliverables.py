@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from acc_agent.models.common import Evidence, ToolInput, ToolOutput
+from acc_agent.models.common import Evidence, Model, ToolInput, ToolOutput
 from acc_agent.registry import tool
 
 
@@ -23,14 +23,14 @@ class RenderDeliverablesInput(ToolInput):
     plots: bool = Field(default=True, description="Also write PNG plots (loss curves, per-layer errors, latency).")
 
 
-class WrittenFile(BaseModel):
+class WrittenFile(Model):
     path: str
     written: bool = Field(description="False when the file already had exactly this content.")
     kept_blocks: list[str] = Field(default_factory=list, description="Human-owned blocks carried over.")
     backup: str | None = Field(default=None, description="Backup of a file edited by hand outside kept blocks.")
 
 
-class Gap(BaseModel):
+class Gap(Model):
     slot: str
     tool: str
     reason: str

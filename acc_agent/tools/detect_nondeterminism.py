@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from acc_agent.models.common import Evidence, ToolInput, ToolOutput
+from acc_agent.models.common import Evidence, Model, ToolInput, ToolOutput
 from acc_agent.registry import tool
 
 
@@ -27,7 +27,7 @@ class DetectNondeterminismInput(ToolInput):
     top: int = Field(default=50, ge=1, description="Non-deterministic entries listed inline (first ones first).")
 
 
-class NondeterministicEntry(BaseModel):
+class NondeterministicEntry(Model):
     name: str
     index: int = Field(description="Execution order in run_b.")
     module: str = Field(description="Module/API call (dump.json key) the tensor belongs to.")
