@@ -72,3 +72,17 @@ def test_interrupted_write_leaves_previous_file(tmp_path: Path, monkeypatch: pyt
         write_document(path, DOC.format(v=2))
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["Mig_Readme.md"]  # no temp file left behind
+
+
+def test_written_documents_get_ordinary_permissions(tmp_path: Path) -> None:
+    """mkstemp makes 0600 files; a report must be readable like any file open() would create."""
+    old_mask = os.umask(0o022)
+    try:
+        target = tmp_path / "Compare.md"
+        files.atomic_write(target, "# Compare\n")
+        assert target.stat().st_mode & 0o777 == 0o644
+        os.chmod(target, 0o640)
+        files.atomic_write(target, "# Compare v2\n")
+        assert target.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old_mask)

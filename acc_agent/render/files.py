@@ -77,6 +77,10 @@ def atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp creates 0600; a report is a normal file, so give it what open() would (umask applied).
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, (path.stat().st_mode & 0o777) if path.exists() else 0o666 & ~mask)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
             fh.flush()
