@@ -96,3 +96,20 @@ def test_renamed_layer_pairs_by_order_and_shape_only_when_asked(tmp_path: Path) 
     # a mapping still wins over every fallback (here a prefix rule for the renamed layer)
     forced = pair_entries(g, t, {"Module.proj.": "Module.fc2."}, by_order=True)
     assert {p.method for p in forced.pairs if p.target_name.startswith("Module.proj.")} == {"mapping"}
+
+
+def test_compare_dumps_pairs_renamed_layer_by_order_from_the_cli(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    capture_forward(Net(), tmp_path / "golden", args=(_x(),))
+    capture_forward(Net(head_name="proj"), tmp_path / "target", args=(_x(),))
+    base = [sys.executable, "-m", "acc_agent", "compare-dumps", str(tmp_path / "golden"), str(tmp_path / "target"),
+            "--all-rows", "--json"]
+    plain = json.loads(subprocess.run(base, capture_output=True, text=True, timeout=120).stdout)
+    assert "Module.proj.Linear.forward.0.output.0" in plain["unmatched_target"]
+    ordered = json.loads(subprocess.run(base + ["--pair-by-order"], capture_output=True, text=True, timeout=120).stdout)
+    assert ordered["unmatched_target"] == [] and ordered["unmatched_golden"] == []
+    row = next(r for r in ordered["rows"] if r["name"] == "Module.proj.Linear.forward.0.output.0")
+    assert row["pair_method"] == "order_shape" and row["golden_name"] == "Module.fc2.Linear.forward.0.output.0"

@@ -26,6 +26,7 @@ class TensorMetrics(Model):
     cosine: float | None = Field(default=None, description="msprobe's Cosine: 12 decimals, rounded to 6 above 0.9999.")
     cosine_exact: float | None = Field(default=None, description="Cosine before msprobe's rounding (float64).")
     euc_dist: float | None = None
+    golden_norm: float | None = Field(default=None, description="||golden||2 (NaN/Inf zeroed), for relative errors.")
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     one_thousandth_ratio: float | None = None

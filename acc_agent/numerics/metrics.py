@@ -431,6 +431,7 @@ def compute_metrics(
             out["cosine"] = round(shown, 6) if shown > COSINE_ROUND_ABOVE else shown
             out["cosine_exact"] = cos
     out["euc_dist"] = math.sqrt(acc.ss_d)
+    out["golden_norm"] = norm_g
     out["max_abs_err"] = acc.max_abs
     if acc.rel_nan:
         _null_six(out, reasons, "Nan: relative error is NaN", ("max_rel_err",))

@@ -45,6 +45,10 @@ class CompareDumpsInput(ToolInput):
     top: int = Field(default=DEFAULT_TOP, ge=1, description="Rows kept inline (the worst first); the CSV has all.")
     all_rows: bool = Field(default=False, description="Return every row (and every unmatched name) inline instead "
                                                       "of the worst --top.")
+    pair_by_order: bool = Field(default=False, description="When names differ (renamed or fused layers), also "
+                                                           "pair leftover tensors by execution order and shape. "
+                                                           "Off by default: msprobe leaves them unmatched, and "
+                                                           "pairing by position can join unrelated tensors.")
     workers: int | None = Field(default=None, ge=1, description="Worker processes (default: automatic by dump "
                                                                 "size and ranks).")
 
@@ -148,7 +152,7 @@ def compare_dumps(params: CompareDumpsInput) -> CompareDumpsOutput:
         if bench_set is not None:
             b = bench_set.ranks.get(key) or (next(iter(bench_set.ranks.values())) if len(bench_set.ranks) == 1
                                              else None)
-        pairing = pair_entries(g, t, mapping)
+        pairing = pair_entries(g, t, mapping, by_order=params.pair_by_order)
         prefix = f"{key}/" if len(rank_keys) > 1 else ""
         unmatched_g += [prefix + n for n in pairing.unmatched_golden]
         unmatched_t += [prefix + n for n in pairing.unmatched_target]
