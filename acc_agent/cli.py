@@ -143,6 +143,13 @@ def run_tool_command(spec: ToolSpec, arguments: dict[str, Any], as_json: bool) -
     return 1 if result.is_failure() else 0
 
 
+def _first_sentence(text: str) -> str:
+    """The command list shows one sentence per tool; the full description is in COMMAND --help."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    cut = first.find(". ")
+    return first[: cut + 1] if cut > 0 else first
+
+
 def build_app() -> typer.Typer:
     app = typer.Typer(
         no_args_is_help=True,
@@ -165,8 +172,9 @@ def build_app() -> typer.Typer:
             raise typer.Exit(0)
 
     for spec in all_tools().values():
-        first_line = spec.description.splitlines()[0] if spec.description else ""
-        app.command(name=spec.cli_name, help=spec.description, short_help=first_line)(_build_command(spec))
+        app.command(name=spec.cli_name, help=spec.description, short_help=_first_sentence(spec.description))(
+            _build_command(spec)
+        )
     import acc_agent.commands as commands_pkg
 
     for info in sorted(pkgutil.iter_modules(commands_pkg.__path__), key=lambda i: i.name):
