@@ -16,7 +16,7 @@ DEMO = REPO / "samples" / "demo_project" / "mig.yaml"
 def test_demo_project_loads_and_resolves_paths() -> None:
     p = load_project(DEMO)
     assert p.model.target_precision == "fp16"
-    assert p.tolerance() == (1e-3, 1e-3, "reference for fp16")
+    assert p.tolerance() == (1e-2, 1e-3, "reference for fp16")  # numerics/tolerance.py, as compare-tensors
     log = p.resolve(p.artefacts.baseline_log)
     assert log is not None and log.is_file()
     assert [d.purpose for d in p.datasets][:3] == ["short_run", "smoke", "golden"]

@@ -19,8 +19,6 @@ from acc_agent.models.common import Model
 Precision = Literal["fp16", "bf16", "fp32"]
 Purpose = Literal["short_run", "smoke", "golden", "full", "training", "inference_acceptance"]
 
-#: Reference tolerances by target precision (deliverables.md, Compare §3.1).
-DEFAULT_TOLERANCE: dict[str, tuple[float, float]] = {"fp16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2), "fp32": (1e-5, 1e-6)}
 
 
 class _Strict(Model):
@@ -161,7 +159,9 @@ class Project(_Strict):
 
     def tolerance(self) -> tuple[float, float, str]:
         """rtol, atol and where they came from (the project file or the precision reference)."""
-        ref_rtol, ref_atol = DEFAULT_TOLERANCE[self.model.target_precision]
+        from acc_agent.numerics.tolerance import TABLE  # the one reference table compare-tensors uses too
+
+        ref_rtol, ref_atol, _ = TABLE[self.model.target_precision]
         rtol = self.thresholds.rtol if self.thresholds.rtol is not None else ref_rtol
         atol = self.thresholds.atol if self.thresholds.atol is not None else ref_atol
         given = self.thresholds.rtol is not None or self.thresholds.atol is not None
