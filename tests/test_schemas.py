@@ -2,35 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import jsonschema
 import pytest
+from fixtures.agents.loader import load_fake_tool  # tests/ is on sys.path under pytest
 
 from acc_agent.registry import ToolSpec, all_tools
 from acc_agent.schemas import TOOL_NAME_RE, prepare_arguments, tool_definitions
 
-
-def _load_fake() -> ModuleType:
-    if "agents_fake_tool" in sys.modules:
-        return sys.modules["agents_fake_tool"]
-    path = Path(__file__).parent / "fixtures" / "agents" / "fake_tool.py"
-    spec = importlib.util.spec_from_file_location("agents_fake_tool", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["agents_fake_tool"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fake = _load_fake()
+fake = load_fake_tool()
 
 
 @pytest.fixture()

@@ -38,6 +38,21 @@ def mm_pairs(text: str, eval_prefix: bool) -> dict[str, float]:
     return out
 
 
+def mm_train_record(m: re.Match[str], lineno: int, line: str) -> tuple[int, int | None, Record]:
+    """A train line of either OpenMMLab generation: (global step, iterations per epoch or None, record).
+
+    Both generations' train patterns share one group layout — epoch, iter, iters per epoch for
+    epoch-based runs; iter, max iters for iteration-based ones — so one reader serves both.
+    """
+    values = mm_pairs(line[m.end() :], False)
+    if m.group(1) is not None:
+        epoch, i, n = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        step = (epoch - 1) * n + i
+        return step, n, Record(line=lineno, values=values, step=step, epoch=float(epoch))
+    step = int(m.group(4))
+    return step, None, Record(line=lineno, values=values, step=step, total_steps=int(m.group(5)))
+
+
 class MmcvText(LogFormat):
     name = "mmcv"
     label = "OpenMMLab mmcv 1.x text log"
@@ -53,14 +68,9 @@ class MmcvText(LogFormat):
                 continue
             m = _TRAIN.search(line)
             if m is not None:
-                if m.group(1) is not None:
-                    epoch, i, n = int(m.group(1)), int(m.group(2)), int(m.group(3))
-                    global_step = (epoch - 1) * n + i
-                    per_epoch = n
-                    yield Record(line=lineno, values=mm_pairs(line[m.end() :], False), step=global_step, epoch=float(epoch))
-                else:
-                    global_step = int(m.group(4))
-                    yield Record(line=lineno, values=mm_pairs(line[m.end() :], False), step=global_step, total_steps=int(m.group(5)))
+                global_step, per_epoch_seen, record = mm_train_record(m, lineno, line)
+                per_epoch = per_epoch_seen or per_epoch
+                yield record
                 continue
             v = _VAL.search(line)
             if v is not None:

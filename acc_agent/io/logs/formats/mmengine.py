@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 
 from acc_agent.io.logs.base import LogFormat, Record
-from acc_agent.io.logs.formats.mmcv import mm_pairs
+from acc_agent.io.logs.formats.mmcv import mm_pairs, mm_train_record
 from acc_agent.io.logs.source import LogSource, Sample
 
 _TRAIN = re.compile(r"\b(?:Epoch\(train\)\s*\[(\d+)\]\s*\[\s*(\d+)/(\d+)\]|Iter\(train\)\s*\[\s*(\d+)/(\d+)\])")
@@ -34,14 +34,9 @@ class MmengineText(LogFormat):
                 m = _TRAIN.search(line)
                 if m is None:
                     continue
-                if m.group(1) is not None:
-                    epoch, i, n = int(m.group(1)), int(m.group(2)), int(m.group(3))
-                    global_step = (epoch - 1) * n + i
-                    per_epoch = n
-                    yield Record(line=lineno, values=mm_pairs(line[m.end() :], False), step=global_step, epoch=float(epoch))
-                else:
-                    global_step = int(m.group(4))
-                    yield Record(line=lineno, values=mm_pairs(line[m.end() :], False), step=global_step, total_steps=int(m.group(5)))
+                global_step, per_epoch_seen, record = mm_train_record(m, lineno, line)
+                per_epoch = per_epoch_seen or per_epoch
+                yield record
             elif "(val)" in line or "(test)" in line:
                 v = _VAL.search(line)
                 if v is None:
