@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -104,6 +104,26 @@ def canonical_name(raw: str) -> str:
             rest = key[len(prefix) :]
             return "eval_" + CANONICAL.get(rest, rest)
     return key
+
+
+def numeric_fields(obj: Mapping[str, object], skip: Collection[str] = ()) -> dict[str, float]:
+    """The numbers of one metrics dict, numeric strings included; bools and ``skip`` keys left out.
+
+    JSON and CSV loggers write the same value as ``0.69``, ``"0.69"`` or ``true``: every
+    dict-shaped format reads its fields through this one rule.
+    """
+    numbers: dict[str, float] = {}
+    for key, value in obj.items():
+        if isinstance(value, bool) or key in skip:
+            continue
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                continue
+        if isinstance(value, (int, float)):
+            numbers[key.strip()] = float(value)
+    return numbers
 
 
 def to_float(text: str) -> float | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from acc_agent.io.logs.base import LogFormat, Record, canonical_name
+from acc_agent.io.logs.base import LogFormat, Record, canonical_name, numeric_fields
 from acc_agent.io.logs.source import LogSource, Sample
 
 _SUMMARY_KEYS = {"train_runtime", "train_loss", "train_samples_per_second", "train_steps_per_second", "total_flos"}
@@ -18,17 +18,7 @@ _SUMMARY_KEYS = {"train_runtime", "train_loss", "train_samples_per_second", "tra
 
 def hf_record(entry: dict[str, Any], line: int, fallback_step: int | None) -> Record | None:
     """One ``log_history``/printed dict as a record; shared with the printed-dict parser."""
-    numbers: dict[str, float] = {}
-    for key, value in entry.items():
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                continue
-        if isinstance(value, (int, float)):
-            numbers[key] = float(value)
+    numbers = numeric_fields(entry)
     if not numbers:
         return None
     step_value = numbers.pop("step", None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from acc_agent.io.logs.base import LogFormat, Record, canonical_name
+from acc_agent.io.logs.base import LogFormat, Record, canonical_name, numeric_fields
 from acc_agent.io.logs.source import LogSource, Sample
 
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "it", "trainer/global_step")
@@ -19,17 +19,7 @@ _EVAL_PREFIXES = ("eval_", "val_", "valid_", "validation_", "test_")
 
 def split_record(obj: dict[str, object], line: int) -> Iterator[Record]:
     """Records from one flat metrics dict (shared by the CSV parsers)."""
-    numbers: dict[str, float] = {}
-    for key, value in obj.items():
-        if isinstance(value, bool) or key in _META:
-            continue
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                continue
-        if isinstance(value, (int, float)):
-            numbers[key.strip()] = float(value)
+    numbers = numeric_fields(obj, skip=_META)
     step_val = next((numbers.pop(k) for k in STEP_KEYS if k in numbers), None)
     for k in STEP_KEYS:
         numbers.pop(k, None)
