@@ -126,5 +126,8 @@ def test_backward_fault_in_real_msprobe_dump() -> None:
     assert out.diagnosis is not None and out.diagnosis.category == "operator_fault", out.diagnosis
     assert out.diagnosis.pass_walked == "backward"
     assert out.first_divergence is not None and out.first_divergence.module == "Functional.linear.1.backward"
-    assert "Functional.linear.1.backward.input.0 already differs" in out.first_divergence.reason
+    fd = out.first_divergence
+    assert fd.name == "Functional.linear.1.backward.input.0" and fd.enters_through == "between_operators"
+    assert "changed between the two calls" in fd.reason and fd.direction == "backward"
+    assert fd.difference is not None and "1.1x the golden" in fd.difference
     assert all(r.status == "pass" for r in out.rows if ".forward." in r.name)

@@ -32,6 +32,34 @@ class FirstDivergence(Model):
         default=None, description="Output relative error / incoming relative error (null when the inputs are exact)."
     )
     reason: str = ""
+    direction: Literal["forward", "backward"] = Field(
+        default="forward", description="The pass the divergence is in: forward or backward.")
+    argument: str | None = Field(
+        default=None, description="Where the difference enters when it is not the operator's own computation: "
+                                  "the argument of `module` (e.g. input.1, a kwarg, a scalar) that already differs.")
+    enters_through: Literal["operator", "argument", "between_operators", "data_input", "overflow"] = Field(
+        default="operator", description="operator: clean inputs, wrong output; argument: an input no dumped "
+        "operator produced (weight, buffer, mask, scalar) differs; between_operators: an input differs from the "
+        "dumped output it is (a hook, an in-place change or an undumped operator in between); data_input: the "
+        "network's input; overflow: first operator with finite inputs and Inf/NaN outputs.")
+    difference: str | None = Field(default=None, description="What differs about that argument, as measured "
+                                                             "(transposed, a constant factor, another value...).")
+    rank: str | None = Field(default=None, description="Rank folder (e.g. rank1) of a multi-rank dump where the "
+                                                       "divergence starts.")
+    rank_key: str | None = Field(default=None, description="Full rank key of that folder (e.g. step0/rank1).")
+    enclosing_modules: list[str] = Field(default_factory=list,
+                                         description="Modules containing the operator, innermost first.")
+
+
+class RankFinding(Model):
+    """One rank's answer in a multi-rank comparison."""
+
+    rank: str
+    status: Literal["clean", "diverges", "via_collective", "not_judged"]
+    first_divergence: str | None = None
+    module: str | None = None
+    category: str | None = None
+    position: int | None = Field(default=None, description="Execution position of the first divergence.")
 
 
 class InputTransform(Model):
@@ -73,3 +101,7 @@ class Diagnosis(Model):
     pass_walked: Literal["forward", "backward"] = Field(
         default="forward", description="Which pass the first divergence was searched in (backward only when the "
                                        "forward pass agrees).")
+    ranks: list[RankFinding] = Field(default_factory=list, description="Per-rank answers (multi-rank dumps).")
+    compared_by: Literal["tensor", "statistics", "md5", "mixed", "none"] = Field(
+        default="tensor", description="What the rows were judged on: tensor data, dump.json statistics "
+                                      "(Max/Min/Mean/Norm), md5 digests, or a mix.")

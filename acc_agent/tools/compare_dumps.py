@@ -2,15 +2,13 @@
 
 The rows carry msprobe's six metrics with its exact definitions (so users can check us against
 the msprobe CSV they trust) plus acc-agent's extras; the layer-level diagnosis (first divergence,
-cause category) is delegated to ``acc_agent.numerics.diagnosis`` when that module is present.
+cause category, rank at fault) comes from ``acc_agent.numerics.diagnosis``.
 Output stays small for agents: the worst rows inline, the whole table in a CSV.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
-import importlib.util
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -90,17 +88,6 @@ def render_text(out: CompareDumpsOutput) -> str:
     return "\n".join(lines)
 
 
-def _run_diagnosis(rows: list[DumpRow], golden: Any, target: Any, bench: Any, precision: str | None) -> Any:
-    """Call the diagnosis module when it exists; a crash in it is a bug and propagates."""
-    if importlib.util.find_spec("acc_agent.numerics.diagnosis") is None:
-        return None
-    module = importlib.import_module("acc_agent.numerics.diagnosis")
-    diagnose = getattr(module, "diagnose", None)
-    if diagnose is None:
-        return None
-    return diagnose(rows=rows, golden=golden, target=target, bench=bench, precision=precision)
-
-
 def _verdict(rows: list[DumpRow]) -> str:
     if not rows:
         return "error"
@@ -119,6 +106,8 @@ def _verdict(rows: list[DumpRow]) -> str:
 def compare_dumps(params: CompareDumpsInput) -> CompareDumpsOutput:
     from acc_agent.io.dumps import open_dump_set
     from acc_agent.io.pairing import load_mapping, pair_entries
+    from acc_agent.numerics.diagnosis import diagnose
+    from acc_agent.numerics.diagnosis.ranks import RankResult, combine_ranks
     from acc_agent.tools._compare_csv import write_csv
     from acc_agent.tools._dump_rows import Job, compute_rows, run_parallel
 
@@ -177,19 +166,13 @@ def compare_dumps(params: CompareDumpsInput) -> CompareDumpsOutput:
         key = rank_keys[0]
         rows = compute_rows(*per_rank[key], units[0][3], params.precision, key or None, workers=params.workers)
 
-    first_divergence = None
-    diagnosis = None
+    results = []
     for key in rank_keys:
         g, t, b = per_rank[key]
         rank_rows = [r for r in rows if (r.rank or "") == (key or "")]
-        result = _run_diagnosis(rank_rows, g, t, b, params.precision)
-        if result is None:
-            break
-        fd, diag = result
-        if diagnosis is None or (first_divergence is None and fd is not None):
-            first_divergence, diagnosis = fd, diag
-        if fd is not None:
-            break
+        fd, diag = diagnose(rank_rows, g, t, b, params.precision)
+        results.append(RankResult(key, fd, diag))
+    first_divergence, diagnosis = combine_ranks(results)
 
     verdict = _verdict(rows)
     counts = {s: sum(1 for r in rows if r.status == s) for s in ("pass", "warning", "error", "skipped")}

@@ -85,14 +85,15 @@ def _diff(a: Any, b: Any) -> tuple[bool, float | None, float | None, float | Non
 
 
 def _split(name: str) -> tuple[str, str]:
-    from acc_agent.numerics.diagnosis import _split_name
+    from acc_agent.numerics.diagnosis import split_name as _split_name
 
     return _split_name(name)
 
 
 def _innermost(modules: list[str]) -> list[str]:
     """Drop a container module when a module inside it is an origin too (the inner one is the cause)."""
-    from acc_agent.numerics.diagnosis import ROOT_MODULE_PATHS, _module_path
+    from acc_agent.numerics.diagnosis import ROOT_MODULE_PATHS
+    from acc_agent.numerics.diagnosis import module_path as _module_path
 
     paths = {m: _module_path(m) for m in modules}
     keep = []

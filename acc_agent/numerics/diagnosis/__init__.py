@@ -1,0 +1,282 @@
+"""Find where a migrated run first goes wrong, and why, telling rounding noise from bugs.
+
+``compare_dumps`` calls :func:`diagnose` once per rank with the compared rows and
+:func:`combine_ranks` across ranks. The work is split by concern:
+
+- ``measure``: one relative-error figure per row from tensor metrics, statistics or md5;
+- ``graph``: the dataflow graph (which output each input is, leaves, module nesting);
+- ``judge``: which tensors are beyond precision (against a bench, or against the dataflow);
+- ``localise``: the earliest such tensor and how the difference enters there;
+- ``leaves``: what differs about an argument (transposed, scaled, shifted mask...);
+- ``explain``: categories, explanations and next actions;
+- ``ranks``: which rank diverges first.
+
+Procedure for one pass (forward first; backward when the forward agrees): the first divergence is
+the earliest tensor beyond precision. The network's input → ``input_mismatch``. An output whose
+difference does not reach the calls that take it, or that the final outputs no longer show, with a
+gross error → ``layer_mismatch``. Otherwise, when the error still at least doubles (relative to
+the first divergence) by the end → ``precision_accumulation``, else ``operator_fault`` (including a
+difference that enters through a weight, mask, scalar argument or between two calls). Nothing
+beyond precision → ``no_layer_fault``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, InputTransform
+from acc_agent.numerics import budgets
+from acc_agent.numerics.diagnosis import explain, leaves
+from acc_agent.numerics.diagnosis.graph import (
+    ROOT_MODULE_PATHS,
+    Graph,
+    Tensor,
+    build,
+    module_path,
+    split_name,
+)
+from acc_agent.numerics.diagnosis.judge import judge
+from acc_agent.numerics.diagnosis.localise import Finding, dead_end, final_tensor, find, in_pass
+from acc_agent.numerics.diagnosis.ranks import combine_ranks
+
+if TYPE_CHECKING:
+    from acc_agent.io.dumps import Dump
+    from acc_agent.models.compare import DumpRow
+
+__all__ = ["ROOT_MODULE_PATHS", "combine_ranks", "diagnose", "module_path", "split_name"]
+
+_MAX_TRANSFORM_ROWS = 4
+#: Share of elements within tolerance for the final outputs to count as agreeing.
+FINAL_WITHIN = 0.99
+
+
+def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: Dump | None = None,
+             precision: str | None = None) -> tuple[FirstDivergence | None, Diagnosis]:
+    """First divergence and cause category of one rank's compared rows (rows may get new statuses)."""
+    graph = build(rows, golden, target, bench, precision)
+    use_bench = bench is not None and any(t.m.bench_err is not None for t in graph.tensors)
+    judge(graph, use_bench)
+    compared_by = _compared_by(graph)
+    forward, backward = in_pass(graph, "forward"), in_pass(graph, "backward")
+    direction = "forward" if any(t.judged for t in forward) else "backward"
+    fd, diag = _diagnose_pass(graph, direction, golden, target, use_bench, compared_by)
+    if direction == "forward" and diag.category == "no_layer_fault" and any(t.beyond for t in backward):
+        fd, diag = _diagnose_pass(graph, "backward", golden, target, use_bench, compared_by)
+        diag.explanation = "The forward pass agrees; in the backward pass: " + diag.explanation
+    elif direction == "forward" and backward:
+        diag.details["backward_rows_not_walked"] = len(backward)
+    methods: dict[str, int] = {}
+    for row in rows:
+        method = str(row.pair_method or "exact")
+        methods[method] = methods.get(method, 0) + 1
+    diag.details["pairing_methods"] = methods
+    diag.details["dataflow_linked_by"] = graph.linked_by
+    _set_status(graph, use_bench, fd)
+    return fd, diag
+
+
+def _compared_by(graph: Graph) -> str:
+    kinds = {t.m.measure for t in graph.tensors if t.err is not None}
+    if not kinds:
+        return "none"
+    if len(kinds) == 1:
+        return next(iter(kinds))
+    return "mixed"
+
+
+def _final_agrees(final: Tensor | None) -> bool:
+    if final is None or final.err is None:
+        return False
+    if final.m.target_nonfinite and not final.m.golden_nonfinite:
+        return False
+    within = final.row.within_tolerance_ratio
+    if within is not None and within < FINAL_WITHIN:
+        return False
+    return not final.beyond or final.err <= budgets.budget(final.m.dtype)
+
+
+def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Dump | None, use_bench: bool,
+                   compared_by: str) -> tuple[FirstDivergence | None, Diagnosis]:
+    tensors = in_pass(graph, direction)
+    base = explain.base_fields(use_bench, graph, tensors, direction, compared_by)
+    counted = [t for t in tensors if t.judged]
+    if not counted:
+        return None, Diagnosis(
+            category="no_layer_fault",
+            explanation="No row could be judged (no tensor pair with data, statistics or md5 on both sides), so no "
+                        "layer can be blamed.",
+            next_actions=["Re-dump both runs with msprobe task 'statistics' (the default) or 'tensor', and check "
+                          "that names pair (a mapping file pairs renamed layers)."], **base)
+    finding = find(graph, direction, golden, target)
+    final = final_tensor(graph, direction)
+    if finding is None:
+        worst = max(counted, key=lambda t: t.excess)
+        return None, Diagnosis(
+            category="no_layer_fault",
+            explanation=(f"All {len(counted)} compared tensors of the {direction} pass are within what precision "
+                         f"explains (largest: {worst.name} at {explain.fmt(worst.excess, '.2g')}x the allowed error). "
+                         "The layers agree; a wrong final result comes from after the dumped part of the network."),
+            next_actions=["Compare post-processing (decoding, argmax/top-k, thresholds) between the two sides: run "
+                          "the golden side's post-processing on the target's final outputs.",
+                          "If the end metric still differs, check evaluation data and metric code are the same."],
+            details={"worst_row": worst.name, "worst_excess": worst.excess if math.isfinite(worst.excess) else None},
+            **base)
+    if finding.enters == "data_input":
+        return _input_mismatch(finding, golden, target, base)
+    t = finding.tensor
+    if finding.enters in ("operator", "overflow"):
+        ends = dead_end(t, graph)
+        if finding.enters == "overflow" and ends is True:
+            return explain.layer_mismatch(t, final, [], True, base)
+    if finding.enters == "operator":
+        ends = dead_end(t, graph)
+        if t.gross and (ends is True or (ends is None and _final_agrees(final) and final is not t)):
+            transforms = _transforms([t], golden, target, input_side=False)
+            return explain.layer_mismatch(t, final, transforms, ends is True, base)
+        if not use_bench and not t.gross and _final_agrees(final) and final is not t and compared_by == "tensor":
+            return None, Diagnosis(
+                category="no_layer_fault",
+                explanation=(f"{t.name} exceeds the judged precision slightly ({explain.fmt(t.excess)}x) but stays "
+                             "inside the dtype budget and the final outputs agree: an isolated rounding excursion, "
+                             "not a fault."),
+                next_actions=["Rerun with another input to confirm the excursion is noise: it should move.",
+                              "Pass a bench run (--bench) to judge each layer against the baseline hardware."],
+                details={"excursion": t.name, "final_row": final.name if final else None}, **base)
+        growth = _growth(final, t)
+        if growth is not None and growth >= budgets.GROWTH_RATIO and final is not None and final.beyond is not None:
+            return None, explain.accumulation(t, final, growth, graph, direction, base)
+    return _operator_fault(finding, final, graph, golden, target, use_bench, direction, base)
+
+
+def _growth(final: Tensor | None, t: Tensor) -> float | None:
+    if final is None or final is t or final.err is None or t.err is None:
+        return None
+    if not math.isfinite(final.err) or not math.isfinite(t.err) or t.err <= 0:
+        return None
+    return final.err / t.err
+
+
+def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump | None, target: Dump | None,
+                    use_bench: bool, direction: str, base: dict[str, Any]) -> tuple[FirstDivergence, Diagnosis]:
+    t, node = f.tensor, f.node
+    difference = None
+    if f.enters in ("argument", "between_operators") and f.scalar is None:
+        difference = leaves.describe(t, golden, target)
+    elif f.scalar is not None:
+        difference = f"{f.scalar[1]!r} on the golden, {f.scalar[2]!r} on the target"
+    reason = explain.reason(f, difference, use_bench)
+    fd = explain.first_divergence(f, reason, direction)
+    fd.difference = difference
+    start = min((x.pos for x in node.outputs), default=node.pos)
+    first_layer = f.enters == "operator" and not any(
+        x.judged and not x.is_input and x.pos < start and x.node is not None and x.node.computing
+        for x in graph.tensors if x.direction == direction)
+    growth = _growth(final, t)
+    where = (f.container or node).key
+    if final is not None and not final.beyond and use_bench:
+        tail = ("its effect on the final outputs stays within the bench's rounding noise, so only the layer-by-layer "
+                "comparison against the bench shows it — a real fault hidden inside low-precision noise.")
+    elif growth is not None:
+        tail = f"after it the error changes by {growth:.2g}x to the end instead of growing, so it explains the final difference."
+    else:
+        tail = "it is the last compared call of the pass."
+    lead = {
+        "operator": f"One localised jump: {node.key} turns inputs that agree into an output "
+                    f"{explain.fmt(t.excess, '.3g')}x beyond precision; ",
+        "overflow": f"Overflow: {node.key} is the first call to produce Inf/NaN from finite inputs; ",
+        "argument": f"The difference enters {node.key} through its argument {f.argument}"
+                    + (f" ({difference})" if difference else "") + "; ",
+        "between_operators": f"The difference enters between calls, at {where} ({f.argument} of {node.key} "
+                             "differs from the output it is); ",
+    }.get(f.enters, "")
+    explanation = lead + f"in the {direction} pass; " + tail
+    if first_layer:
+        explanation += (" It is also the first layer that computes anything, so a precision setting applied to every "
+                        "layer (quantisation, lower-precision kernels) would look the same here: re-run this layer "
+                        "alone in higher precision to tell the two apart.")
+    return fd, Diagnosis(
+        category="operator_fault", explanation=explanation,
+        next_actions=explain.operator_actions(node, f, difference),
+        details={"operator": node.key, "final_row": final.name if final else None,
+                 "growth_after_divergence": growth, "first_computing_layer": first_layer,
+                 "enters_through": f.enters, "argument": f.argument, "difference": difference,
+                 "first_bad_tensor_inside": t.name if f.container is not None else None}, **base)
+
+
+def _transforms(rows: list[Tensor], golden: Dump | None, target: Dump | None, *,
+                input_side: bool) -> list[InputTransform]:
+    """Test layout/preprocessing hypotheses on the real tensors (never on integer data)."""
+    from acc_agent.numerics.transforms import explain_pair
+
+    found: list[InputTransform] = []
+    if golden is None or target is None:
+        return found
+    for t in rows[:_MAX_TRANSFORM_ROWS]:
+        if t.m.measure != "tensor":
+            continue
+        try:
+            g = golden.load(t.row.golden_name or t.name)
+            x = target.load(t.name)
+        except Exception:  # noqa: BLE001 - an unreadable tensor is already the row's error
+            continue
+        if g.dtype.kind not in "fc" or x.dtype.kind not in "fc":
+            continue  # token ids, masks: a fitted scale or channel swap would claim what was not measured
+        tol = max(budgets.budget(t.m.dtype), 1e-6)
+        for m in explain_pair(g, x, tol, input_side=input_side):
+            if m.kind != "identity":
+                found.append(InputTransform(row=t.name, kind=m.kind, description=m.description,
+                                            residual=m.residual, params=m.params))
+    return found
+
+
+def _input_mismatch(f: Finding, golden: Dump | None, target: Dump | None,
+                    base: dict[str, Any]) -> tuple[FirstDivergence, Diagnosis]:
+    t = f.tensor
+    transforms = _transforms([t], golden, target, input_side=True)
+    fd = FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=explain.metrics(t),
+                         reason="the first compared tensor already differs: the two runs were not fed the same data",
+                         direction=t.direction, argument=t.arg, enters_through="data_input")  # type: ignore[arg-type]
+    if transforms:
+        explanation = (f"The network input already differs ({t.name}); measured on the data: "
+                       + "; ".join(x.description for x in transforms[:2]) + ".")
+    else:
+        integer = t.row.golden_dtype is not None and not budgets.is_float(t.row.golden_dtype)
+        fd.difference = leaves.describe(t, golden, target) if integer else None
+        explanation = (f"The network input already differs ({t.name}, {'relative error' if t.m.measure == 'tensor' else 'statistics differ by'} "
+                       f"{explain.fmt(t.err)})" + (f": {fd.difference}" if fd.difference else "")
+                       + (": the inputs are different data (other token ids: another sample or tokenizer)." if integer
+                          else " and no channel reversal, axis permutation or affine (mean/std) map of the golden input "
+                          "explains it: the inputs are different data (another sample, augmentation, tokenizer)."))
+    return fd, Diagnosis(
+        category="input_mismatch", explanation=explanation,
+        next_actions=[
+            "Check preprocessing on both sides: normalisation mean/std and scale, resize/crop, and the colour order "
+            "(RGB vs BGR) of the image loader; for text, the tokenizer and its vocabulary.",
+            "Check the tensor layout fed to the model (NCHW vs NHWC) and the dtype cast of the input.",
+            "Feed both runs the exact same saved input tensor (disable random augmentation and shuffling), then "
+            "compare again.",
+        ],
+        details={"first_input": t.name}, transforms=transforms, **base)
+
+
+def _set_status(graph: Graph, use_bench: bool, fd: FirstDivergence | None) -> None:
+    """Refine the metric-threshold statuses with the precision-aware judgement."""
+    for t in graph.tensors:
+        row = t.row
+        if not t.judged or row.status in ("skipped", "unmatched"):
+            continue
+        if use_bench and not t.beyond and row.status == "warning":
+            row.status = "pass"
+            row.message = (f"within bench noise: error {explain.fmt(t.err)} vs bench {explain.fmt(t.m.bench_err)}; "
+                           + row.message).strip("; ")
+        elif t.beyond and (use_bench or t.gross) and row.status == "pass":
+            row.status = "warning"
+            row.message = (f"beyond precision ({explain.fmt(t.excess)}x the allowed error); " + row.message).strip("; ")
+    if fd is not None:
+        for t in graph.tensors:
+            if t.name == fd.name:
+                t.row.status = "error"
+                if "first divergence" not in t.row.message:
+                    t.row.message = ("first divergence; " + t.row.message).strip("; ")
+                break

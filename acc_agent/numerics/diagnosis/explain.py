@@ -1,0 +1,220 @@
+"""Turn a finding into the category, the explanation and the next actions a migration engineer reads.
+
+Only what was measured is said: an error figure with what it was judged against, the argument and
+how it differs when that was tested on the data, the pass (forward/backward) and the rank.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, InputTransform, LayerGrowth
+from acc_agent.numerics import budgets
+from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor
+from acc_agent.numerics.diagnosis.localise import Finding
+
+
+def fmt(v: float | None, spec: str = ".3g") -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if math.isinf(v):
+        return "not comparable"
+    return format(v, spec)
+
+
+def metrics(t: Tensor | None) -> dict[str, float | None]:
+    if t is None:
+        return {}
+    row = t.row
+    out: dict[str, float | None] = {
+        "cosine": row.cosine,
+        "max_abs_err": row.max_abs_err,
+        "rel_l2_err" if t.m.measure == "tensor" else "stat_rel_err": t.err if t.err is None or math.isfinite(t.err)
+        else None,
+        "excess": t.excess if math.isfinite(t.excess) else None,
+    }
+    if t.m.bench_err is not None:
+        out["bench_rel_l2_err" if t.m.measure == "tensor" else "bench_stat_rel_err"] = t.m.bench_err
+    return out
+
+
+def judgement_note(use_bench: bool, dtypes: set[str], compared_by: str) -> tuple[str, str]:
+    stats = "" if compared_by == "tensor" else (
+        " Statistics-only rows are judged on Max/Min/Mean/Norm: a change that keeps them (a reordering) is "
+        "only seen through md5, and small faults are seen less sharply than with tensor data.")
+    if use_bench:
+        return "bench", (f"Each row's error was judged against the bench run's error on the same row (beyond "
+                         f"precision when more than {budgets.BENCH_RATIO:g}x the bench's, msprobe's benchmark "
+                         "ratio). Faults smaller than the bench's rounding noise cannot be seen." + stats)
+    names = ", ".join(f"{d} {budgets.unit_roundoff(d):.2g}" for d in sorted(dtypes) if budgets.is_float(d))
+    return "dtype_budget", ("No bench run: each tensor was judged by where it sits in the dataflow (unit roundoff "
+                            f"{names or 'n/a'}): a weight, mask or network input may differ by a cast's rounding "
+                            "only; an operator may amplify its incoming error a few times and add one budget of "
+                            "rounding — a larger jump is a fault. This is the weaker judgement: a fault smaller "
+                            "than that is missed. Pass --bench with the baseline hardware's run at the same "
+                            "precision to see inside it." + stats)
+
+
+def first_divergence(f: Finding, reason: str, direction: str) -> FirstDivergence:
+    t, node = f.tensor, f.node
+    ins = [x for x in node.inputs if x.judged]
+    worst_in = max(ins, key=lambda x: x.err or 0.0, default=None)
+    amp = None
+    if worst_in is not None and worst_in.err and t.err is not None and math.isfinite(t.err) and not t.is_input:
+        amp = t.err / worst_in.err if math.isfinite(worst_in.err) else None
+    module = (f.container or node).key
+    return FirstDivergence(
+        name=t.name, index=int(t.row.index), module=module, input_metrics=metrics(worst_in),
+        output_metrics=metrics(t if not t.is_input else node.worst_output()),
+        input_names=[x.name for x in node.inputs], amplification=amp, reason=reason, direction=direction,  # type: ignore[arg-type]
+        argument=f.argument, enters_through=f.enters,  # type: ignore[arg-type]
+        enclosing_modules=[a.key for a in node.ancestors() if a.is_module][:6],
+    )
+
+
+def _ref(use_bench: bool) -> str:
+    return f"{budgets.BENCH_RATIO:g}x the bench's error" if use_bench else "what its inputs' error and one rounding explain"
+
+
+def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
+    t, node = f.tensor, f.node
+    err = f"{'relative error' if t.m.measure == 'tensor' else 'statistics differ by'} {fmt(t.err)}"
+    if f.enters == "overflow":
+        return (f"{node.key} is the first call whose inputs are finite and whose output holds Inf/NaN on the target "
+                f"({t.row.target_inf or 0} Inf, {t.row.target_nan or 0} NaN where the golden has none): an overflow")
+    if f.enters == "data_input":
+        return f"the network's input {t.name} already differs ({err}): the two runs were not fed the same data"
+    if f.enters == "argument" and f.scalar is not None:
+        arg, g_val, t_val = f.scalar
+        return (f"argument {arg} of {node.key} is {t_val!r} on the target but {g_val!r} on the golden; its tensor "
+                f"inputs agree and its output {t.name} differs ({err})")
+    if f.enters == "argument":
+        what = {"parameter": "a parameter or buffer", "mask": "an index or mask tensor",
+                "other": "a tensor no dumped call produced"}.get(t.leaf or "other", "an input")
+        return (f"{t.name} ({what}) already differs ({err}, {fmt(t.excess, '.3g')}x what a cast explains) while "
+                f"every tensor before it agrees: the difference enters {node.key} through {t.arg}"
+                + (f" — {difference}" if difference else ""))
+    if f.enters == "between_operators":
+        where = (f" inside {f.container.key}, between recorded modules (a functional call such as an activation "
+                 "or scaling, an in-place change, or an operator the dump does not record)"
+                 if f.container is not None else
+                 " (a hook, an in-place change, or an operator msprobe did not dump)")
+        if t.producer is None:
+            return (f"{t.name} differs ({err}) while every recorded tensor before it agrees: it was computed"
+                    + where)
+        return (f"{t.name} differs ({err}) although it is the same data as {t.producer.name}, which agrees: it was "
+                f"changed between the two calls" + where)
+    return (f"{err} = {fmt(t.excess)}x the allowed error ({_ref(use_bench)}) while every input of {node.key} is "
+            "within precision")
+
+
+def base_fields(use_bench: bool, graph: Graph, tensors: list[Tensor], direction: str,
+                compared_by: str) -> dict[str, Any]:
+    against, note = judgement_note(use_bench, {t.m.dtype for t in tensors if t.m.dtype}, compared_by)
+    counted = [t for t in tensors if t.judged]
+    return {"judged_against": against, "judgement_note": note,
+            "rows_beyond_precision": sum(1 for t in counted if t.beyond), "rows_judged": len(counted),
+            "pass_walked": direction, "compared_by": compared_by}
+
+
+def operator_actions(node: Node, f: Finding, difference: str | None) -> list[str]:
+    op = node.key
+    if f.enters == "overflow":
+        return [f"Find where values grow past the target dtype's range before {op}: compare the inputs' Max/Min with "
+                "the dtype's limit (65504 for FP16); scale the loss/inputs, keep this operator in FP32, or enable "
+                "the framework's overflow-safe variant.",
+                "Run msprobe's overflow check (task overflow_check) on the target to confirm the first overflowing "
+                "call on every rank."]
+    if f.enters == "argument" and f.scalar is not None:
+        return [f"Make argument {f.scalar[0]} of {op} the same as on the golden side ({f.scalar[1]!r}): it is read "
+                "from a config or default that differs between the two code bases.",
+                "Check where the value comes from (model config, a default changed between library versions)."]
+    if f.enters == "argument":
+        kind = f.tensor.leaf
+        if kind == "parameter":
+            return [f"Compare the weights that feed {op} ({f.argument}) in the two checkpoints"
+                    + (f": {difference}" if difference else "") + ". Fix the checkpoint conversion or loading "
+                    "(transposed, scaled or re-laid-out weights), then compare again.",
+                    "Check that both sides load the same checkpoint and that no weight is re-initialised or tied "
+                    "differently on the target."]
+        if kind == "mask":
+            return [f"Compare how the mask/index tensor {f.argument} of {op} is built on the two sides"
+                    + (f" ({difference})" if difference else "") + ": msprobe does not dump the APIs that build it "
+                    "(triu/tril, arange, comparisons), so the difference first shows here.",
+                    "Dump the code that builds it with msprobe's level mix or add it to the dump list."]
+        return [f"Find the code that produces {f.argument} of {op}: no dumped call produced it"
+                + (f" ({difference})" if difference else "") + "; dump that code (msprobe list/level mix) to see "
+                "which step differs."]
+    if f.enters == "between_operators":
+        return [f"Look at what happens to {f.tensor.name} between the call that produced it and {op}: a hook "
+                "(register_hook, forward hooks), an in-place operation, a custom autograd Function or an operator "
+                "msprobe does not dump (view/transpose/cat, custom kernels).",
+                "Add that code to the dump (msprobe level mix, or a list of APIs) and compare again."]
+    return [
+        f"Reproduce {op} alone: feed it the golden inputs ({', '.join(x.name for x in node.inputs[:3]) or 'see the dump'}) "
+        "on both platforms and compare the outputs with compare_tensors — a difference there is the operator's.",
+        "Check how the operator is configured on the target (approximation variants, epsilon, dtype casts, "
+        "fused or replaced implementations).",
+        "If the operator is random or order-dependent (dropout, sampling, atomic reductions), first compare two "
+        "target runs of the same input (detect_nondeterminism): a random operator is not a migration fault.",
+        f"If the operator itself is wrong, send the vendor: {op}, its golden and target inputs and outputs, its "
+        "arguments and dtypes, the framework, torch_npu and CANN versions, and these compare rows.",
+    ]
+
+
+def accumulation(start: Tensor, final: Tensor | None, growth: float, graph: Graph, direction: str,
+                 base: dict[str, Any]) -> Diagnosis:
+    layers: list[LayerGrowth] = []
+    for node in graph.nodes:
+        if not node.computing or node.pos < (start.node.pos if start.node else 0):
+            continue
+        o = node.worst_output()
+        ins = [x for x in node.inputs if x.err is not None and math.isfinite(x.err)]
+        i = max(ins, key=lambda x: x.err or 0.0, default=None)
+        if o is None or o.err is None or i is None or not i.err or o.direction != direction:
+            continue
+        layers.append(LayerGrowth(module=node.key, name=o.name, input_error=i.err, output_error=o.err,
+                                  growth=o.err / i.err))
+    layers.sort(key=lambda x: -(x.growth or 0.0))
+    top = layers[:5]
+    names = ", ".join(f"{lg.module} ({fmt(lg.growth, '.2g')}x)" for lg in top[:3])
+    return Diagnosis(
+        category="precision_accumulation",
+        explanation=(f"The error starts at {start.key} ({fmt(start.err)} relative) and keeps growing to "
+                     f"{fmt(final.err if final else None)} at the end ({growth:.3g}x): many layers each add a "
+                     f"little, no single operator is at fault. Fastest growth: {names or 'n/a'}."),
+        next_actions=[
+            f"Keep the layers where the error grows fastest in higher precision first ({names or 'see growth_layers'}) "
+            f"and the first layer that loses precision ({start.key}); compare again and add more until the final "
+            "error is within tolerance.",
+            "If the target quantises or computes in lower precision than the golden (int8, FP16/BF16, HF32/TF32 "
+            "matmuls), rerun that side once in higher precision: if all layers then agree, precision is the cause.",
+        ],
+        details={"starts_at": start.name, "final_row": final.name if final else None, "growth": growth},
+        growth_layers=top, **base)
+
+
+def layer_mismatch(t: Tensor, final: Tensor | None, transforms: list[InputTransform], consumers_agree: bool,
+                   base: dict[str, Any]) -> tuple[FirstDivergence, Diagnosis]:
+    why = ("the next calls that take this tensor received the golden data" if consumers_agree else
+           "the network's final outputs agree")
+    fd = FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=metrics(t),
+                         reason=f"a tensor is far beyond precision but {why}: a comparison/layout mismatch rather "
+                                "than a computation that went wrong", direction=t.direction)  # type: ignore[arg-type]
+    if transforms:
+        facts = "; ".join(f"{x.row}: {x.description} (residual {x.residual:.2g})" for x in transforms[:3])
+        explanation = (f"{t.name} is far off while {why}, and the data says why: {facts}. The pair matches after "
+                       "that transformation, so the layer is fine and only its layout/pairing differs.")
+    else:
+        explanation = (f"{t.name} is far off while {why}: the tensors compared are probably not the same thing "
+                       "(renamed, fused, in-place or re-laid-out operators, or a dump written at another moment). "
+                       "No transpose/reshape of the golden tensor explains it.")
+    return fd, Diagnosis(
+        category="layer_mismatch", explanation=explanation,
+        next_actions=["Check the pairing of this row: a renamed or fused module on the target pairs different "
+                      "tensors; fix it with a mapping (target_name: golden_name).",
+                      "Compare layouts: the target may store the tensor transposed (NCHW/NHWC, [B,S,H] vs [S,B,H]) "
+                      "or reshaped.",
+                      "Check in-place operators and graph fusions on the target: dump the un-fused graph."],
+        details={"bad_row": t.name, "final_row": final.name if final else None}, transforms=transforms, **base)

@@ -1,0 +1,351 @@
+"""The dump as a dataflow graph: calls, the tensors they take and give, and which output feeds which input.
+
+Execution order alone blames the wrong operator as soon as a difference enters through something
+that is not the previous call's output: a weight converted wrongly, a mask built by an API msprobe
+does not dump, a hook that scales a gradient. So every input is linked to the earlier output it *is*
+(same data: equal md5, or equal dtype, element count and Max/Min/Mean/Norm; shape may differ, so
+undumped views and transposes still link). An input that no dumped call produced is a *leaf*: the
+network's data, a parameter, a mask or index tensor, or the result of an undumped operator.
+
+Links are made on the golden dump (the trusted run) and fall back to the target's statistics; a
+dump without statistics (a plain folder of .npy files) is linked by execution order and shape.
+Calls nest (modules around the APIs they call): ``construct.json`` says so where msprobe wrote it,
+module paths otherwise. Only innermost calls ("computing" nodes) produce outputs for linking.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from acc_agent.numerics import budgets
+from acc_agent.numerics.diagnosis.measure import STAT_KEYS, Measured, entry, measure_row
+
+if TYPE_CHECKING:
+    from acc_agent.io.dumps import Dump, DumpEntry
+    from acc_agent.models.compare import DumpRow
+
+ROOT_MODULE_PATHS = frozenset({"root", ""})
+_KEY_RE = re.compile(r"^(?P<key>.+?\.(?:forward|backward)(?:\.\d+)?)\.(?P<role>input|output|parameters_grad|parameters)"
+                     r"(?:\.|$)")
+_GRAD_KEY_RE = re.compile(r"^(?P<key>.+?\.parameters_grad(?:\.\d+)?)(?:\.|$)")
+#: API arguments that hold parameters or buffers (positional index), by API name.
+PARAM_ARGS: dict[str, frozenset[int]] = {
+    **{k: frozenset({1, 2}) for k in ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+                                      "conv_transpose2d", "conv_transpose3d", "addmm_weight")},
+    "embedding": frozenset({1}), "layer_norm": frozenset({2, 3}), "group_norm": frozenset({2, 3}),
+    "batch_norm": frozenset({1, 2, 3, 4}), "instance_norm": frozenset({1, 2, 3, 4}), "rms_norm": frozenset({2}),
+    "npu_rms_norm": frozenset({1}), "prelu": frozenset({1}), "bilinear": frozenset({2, 3}),
+}
+PARAM_KWARGS = frozenset({"weight", "bias", "running_mean", "running_var", "gamma", "beta"})
+COLLECTIVE_PREFIXES = ("Distributed.", "distributed.")
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """``Functional.linear.0.forward.input.1`` -> (``Functional.linear.0.forward``, ``input``)."""
+    m = _KEY_RE.match(name)
+    if m is not None:
+        return m.group("key"), m.group("role")
+    g = _GRAD_KEY_RE.match(name)
+    if g is not None:
+        return g.group("key"), "parameter_grad"
+    return name, "tensor"
+
+
+def module_path(key: str) -> str | None:
+    """``Module.encoder.layer.0.BertLayer.forward.0`` -> ``encoder.layer.0``; None for API calls."""
+    if not key.startswith("Module."):
+        return None
+    parts = key[len("Module."):].split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i] in ("forward", "backward", "parameters_grad"):
+            return ".".join(parts[: i - 1])
+    return None
+
+
+def api_name(key: str) -> str:
+    """``Functional.linear.0.forward`` -> ``linear``; ``Module...`` -> the class name."""
+    parts = key.split(".")
+    if parts[0] == "Module":
+        for i in range(len(parts) - 1, 0, -1):
+            if parts[i] in ("forward", "backward", "parameters_grad"):
+                return parts[i - 1]
+        return parts[-1]
+    return parts[1] if len(parts) > 1 else key
+
+
+@dataclass(eq=False)
+class Tensor:
+    """One compared row as a graph element, with its error and (after judging) its verdict."""
+
+    row: DumpRow
+    pos: int
+    name: str
+    key: str
+    role: str  # input | parameters | output | parameter_grad | tensor
+    arg: str  # the part of the name after the call key: input.1, output.0, input.approximate
+    m: Measured
+    node: Node | None = None
+    producer: Tensor | None = None
+    link: str | None = None  # how the producer was found: data | statistics | order
+    leaf: str | None = None  # data | parameter | mask | other (inputs without producer)
+    excess: float = math.nan  # > 1 beyond precision; nan not judged
+    gross: bool = False
+
+    @property
+    def err(self) -> float | None:
+        return self.m.err
+
+    @property
+    def judged(self) -> bool:
+        return not math.isnan(self.excess)
+
+    @property
+    def beyond(self) -> bool:
+        return self.judged and self.excess > 1.0
+
+    @property
+    def is_input(self) -> bool:
+        return self.role in ("input", "parameters")
+
+    @property
+    def direction(self) -> str:
+        return "backward" if (".backward" in self.key or "parameters_grad" in self.key) else "forward"
+
+
+@dataclass(eq=False)
+class Node:
+    key: str
+    pos: int
+    inputs: list[Tensor] = field(default_factory=list)
+    outputs: list[Tensor] = field(default_factory=list)
+    parent: Node | None = None
+    children: list[Node] = field(default_factory=list)
+
+    @property
+    def is_module(self) -> bool:
+        return self.key.startswith("Module.")
+
+    @property
+    def path(self) -> str | None:
+        return module_path(self.key)
+
+    @property
+    def computing(self) -> bool:
+        return not self.children
+
+    @property
+    def collective(self) -> bool:
+        return self.key.startswith(COLLECTIVE_PREFIXES)
+
+    def ancestors(self) -> list[Node]:
+        out, cur = [], self.parent
+        while cur is not None:
+            out.append(cur)
+            cur = cur.parent
+        return out
+
+    def worst_output(self) -> Tensor | None:
+        judged = [t for t in self.outputs if t.judged]
+        return max(judged, key=lambda t: t.excess) if judged else None
+
+
+@dataclass
+class Graph:
+    tensors: list[Tensor]
+    nodes: list[Node]
+    by_key: dict[str, Node]
+    linked_by: str  # data | statistics | order | none
+
+    def consumers(self, t: Tensor) -> list[Tensor]:
+        return [x for x in self.tensors if x.producer is t]
+
+
+# --------------------------------------------------------------------------- building
+
+
+def _key_role(row: DumpRow, target: Dump | None) -> tuple[str, str]:
+    e = entry(target, row.name)
+    if e is not None and e.module_key and row.name.startswith(e.module_key):
+        role = {"parameter": "parameters"}.get(e.role, e.role)
+        if role == "tensor":
+            return split_name(row.name)
+        return e.module_key, role
+    return split_name(row.name)
+
+
+def build(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: Dump | None,
+          precision: str | None) -> Graph:
+    tensors: list[Tensor] = []
+    nodes: dict[str, Node] = {}
+    for pos, row in enumerate(rows):
+        key, role = _key_role(row, target)
+        arg = row.name[len(key) + 1:] if row.name.startswith(key + ".") else row.name
+        t = Tensor(row, pos, row.name, key, role, arg, measure_row(row, golden, target, bench, precision))
+        node = nodes.get(key)
+        if node is None:
+            node = nodes[key] = Node(key, pos)
+        t.node = node
+        (node.inputs if t.is_input else node.outputs).append(t)
+        tensors.append(t)
+    ordered = sorted(nodes.values(), key=lambda n: n.pos)
+    _nest(ordered, nodes, target or golden)
+    graph = Graph(tensors, ordered, nodes, "none")
+    graph.linked_by = _link(graph, golden, target)
+    _classify_leaves(graph, golden)
+    return graph
+
+
+def _construct(dump: Dump | None) -> dict[str, str | None]:
+    """msprobe's construct.json (call -> enclosing module call) beside dump.json, if any."""
+    if dump is None or dump.source.suffix.lower() != ".json":
+        return {}
+    path = Path(dump.source).parent / "construct.json"
+    try:
+        if not path.is_file() or path.stat().st_size > 512 << 20:
+            return {}
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+    return {str(k): (str(v) if isinstance(v, str) else None) for k, v in doc.items()} if isinstance(doc, dict) else {}
+
+
+def _nest(ordered: list[Node], nodes: dict[str, Node], dump: Dump | None) -> None:
+    parents = _construct(dump)
+    if parents:
+        for n in ordered:
+            p = parents.get(n.key)
+            while p is not None and p not in nodes:
+                p = parents.get(p)  # an enclosing call with no compared row: skip to the next one up
+            if p is not None and p != n.key:
+                n.parent = nodes[p]
+        for n in ordered:
+            if n.parent is not None:
+                n.parent.children.append(n)
+        return
+    modules = [n for n in ordered if n.is_module and n.path is not None]
+    for n in modules:
+        best: Node | None = None
+        for m in modules:
+            if m is n or m.path is None or n.path is None or _direction(m.key) != _direction(n.key):
+                continue
+            inside = (m.path in ROOT_MODULE_PATHS and n.path not in ROOT_MODULE_PATHS) or \
+                n.path.startswith(m.path + ".")
+            if inside and (best is None or len(m.path) > len(best.path or "")):
+                best = m
+        n.parent = best
+    roots = [m for m in modules if m.path in ROOT_MODULE_PATHS]
+    for n in ordered:
+        if not n.is_module and roots:
+            same = [r for r in roots if _direction(r.key) == _direction(n.key)]
+            n.parent = same[0] if same else None
+    for n in ordered:
+        if n.parent is not None:
+            n.parent.children.append(n)
+
+
+def _direction(key: str) -> str:
+    return "backward" if (".backward" in key or "parameters_grad" in key) else "forward"
+
+
+def _fingerprint(e: DumpEntry | None) -> tuple[object, ...] | None:
+    if e is None:
+        return None
+    md5 = getattr(e, "md5", None)
+    numel = None
+    if e.shape is not None:
+        numel = 1
+        for s in e.shape:
+            numel *= int(s)
+    if md5:
+        return ("md5", e.dtype, numel, md5)
+    stats = [e.stats.get(k) for k in STAT_KEYS]
+    if any(v is None for v in stats):
+        return None
+    return ("stats", e.dtype, numel, *stats)
+
+
+def _link(graph: Graph, golden: Dump | None, target: Dump | None) -> str:
+    """Give every input its producer (the latest earlier computing output holding the same data)."""
+    def prints(t: Tensor) -> tuple[object, ...] | None:
+        fp = _fingerprint(entry(golden, t.row.golden_name or t.name))
+        return fp if fp is not None else _fingerprint(entry(target, t.name))
+
+    have_prints = any(prints(t) is not None for t in graph.tensors[:64])
+    latest: dict[tuple[object, ...], Tensor] = {}
+    last_outputs: list[Tensor] = []
+    for node in graph.nodes:
+        for t in node.inputs:
+            if have_prints:
+                fp = prints(t)
+                if fp is not None and fp in latest:
+                    t.producer, t.link = latest[fp], "data"
+            else:
+                t.producer = _by_order(t, last_outputs)
+                t.link = "order" if t.producer is not None else None
+        for t in node.outputs:
+            if t.role == "parameter_grad" and have_prints:
+                fp = prints(t)
+                if fp is not None and fp in latest:
+                    t.producer, t.link = latest[fp], "data"
+                continue
+            if node.computing:
+                if have_prints:
+                    fp = prints(t)
+                    if fp is not None:
+                        latest[fp] = t
+                last_outputs.append(t)
+    return "data" if have_prints else "order"
+
+
+def _by_order(t: Tensor, outputs: list[Tensor]) -> Tensor | None:
+    shape = t.row.golden_shape or t.row.target_shape
+    for out in reversed(outputs[-16:]):
+        if out.direction == t.direction and (shape is None or (out.row.golden_shape or out.row.target_shape) == shape):
+            return out
+    return None
+
+
+def _is_int(e: DumpEntry | None, t: Tensor) -> bool:
+    dtype = (e.dtype if e is not None else None) or t.row.golden_dtype or t.row.target_dtype
+    d = budgets.canonical_dtype(dtype)
+    return d is not None and not budgets.is_float(d) and (d.startswith(("int", "uint")) or d == "bool")
+
+
+def _classify_leaves(graph: Graph, golden: Dump | None) -> None:
+    first_input: dict[str, Tensor] = {}
+    for node in graph.nodes:
+        if node.inputs:
+            d = _direction(node.key)
+            first_input.setdefault(d, node.inputs[0])
+    data_prints = {d: _fingerprint(entry(golden, t.row.golden_name or t.name)) for d, t in first_input.items()}
+    for t in graph.tensors:
+        if not t.is_input or t.producer is not None:
+            continue
+        g = entry(golden, t.row.golden_name or t.name)
+        fp = _fingerprint(g)
+        if first_input.get(t.direction) is t or (fp is not None and fp == data_prints.get(t.direction)):
+            t.leaf = "data"
+        elif t.role == "parameters" or _is_param_arg(t):
+            t.leaf = "parameter"
+        elif _is_int(g, t):
+            t.leaf = "mask"
+        elif t.direction == "forward" and g is not None and g.requires_grad is True:
+            t.leaf = "parameter"
+        else:
+            t.leaf = "other"
+
+
+def _is_param_arg(t: Tensor) -> bool:
+    parts = t.arg.split(".")
+    if len(parts) < 2 or parts[0] != "input" or t.direction != "forward":
+        return False
+    if parts[1] in PARAM_KWARGS:
+        return True
+    if not parts[1].isdigit():
+        return False
+    return int(parts[1]) in PARAM_ARGS.get(api_name(t.key), frozenset())

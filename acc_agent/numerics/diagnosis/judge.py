@@ -1,0 +1,118 @@
+"""Which tensors carry more error than precision explains: against a bench run, or against the data's own flow.
+
+With a bench (the baseline hardware at the target's precision) a row is beyond precision when its
+error exceeds ``BENCH_RATIO`` times the bench's on the same row (msprobe's benchmark idea, per row).
+
+Without a bench, a fixed per-tensor budget is too blunt: it calls a 3 % weight error in BF16
+"noise" (the budget for computed BF16 tensors is 6 %) and a rounding excursion after a
+cancellation "a fault". So each tensor is judged by where it sits in the dataflow:
+
+- a **leaf** (network data, parameter, mask, index tensor) is only cast or copied from the golden:
+  ``LEAF_ROUNDINGS`` unit roundoffs of relative error at most (integers and bools exactly);
+- an **input with a producer** is the same data as that earlier output: beyond when it differs from
+  it by more than a leaf's budget (something changed it in between);
+- an **output** may amplify its incoming error by ``AMPLIFICATION`` and add the dtype budget of one
+  operator's rounding; more than that is an error *jump* at this operator — the fingerprint of a
+  fault, where rounding noise and accumulation grow gradually;
+- an input no dumped call produced and that is none of the above (an undumped operator's result)
+  may carry what the outputs before it carry.
+Every threshold is a format property or a ratio; nothing is fitted to a model.
+"""
+
+from __future__ import annotations
+
+import math
+
+from acc_agent.numerics import budgets
+from acc_agent.numerics.diagnosis.graph import Graph, Tensor
+
+AMPLIFICATION = 4.0
+LEAF_ROUNDINGS = 4.0
+#: An operator's own rounding when the jump is confirmed by elements leaving tolerance (see _flow_excess).
+TIGHT_ROUNDINGS = 4.0
+#: Statistics average rounding out: an operator's own rounding moves them by a few roundoffs at most.
+STAT_ROUNDINGS = 8.0
+WITHIN_BAR = 0.99
+
+
+def leaf_budget(dtype: str | None) -> float:
+    """Relative error of a tensor that was only cast to ``dtype`` (0 for integers: exact)."""
+    return LEAF_ROUNDINGS * budgets.unit_roundoff(dtype)
+
+
+def _ratio(err: float, allowed: float) -> float:
+    if allowed > 0:
+        return err / allowed
+    return 0.0 if err == 0 else math.inf
+
+
+def judge(graph: Graph, use_bench: bool) -> None:
+    """Set ``excess`` and ``gross`` on every measured tensor, in execution order."""
+    upstream = {"forward": 0.0, "backward": 0.0}
+    for t in graph.tensors:
+        err = t.err
+        if err is None:
+            continue
+        dtype = t.m.dtype
+        t.gross = err > budgets.budget(dtype) or math.isinf(err)
+        if use_bench and t.m.bench_err is not None:
+            t.excess = _ratio(err, budgets.BENCH_RATIO * max(t.m.bench_err, budgets.ratio_floor(dtype)))
+        else:
+            t.excess = _flow_excess(t, err, upstream[t.direction])
+        if math.isfinite(err) and not t.is_input:
+            upstream[t.direction] = max(upstream[t.direction], err)
+
+
+def _flow_excess(t: Tensor, err: float, upstream: float) -> float:
+    dtype = t.m.dtype
+    if t.is_input or t.role == "parameter_grad":
+        if t.producer is not None and t.producer.err is not None and math.isfinite(t.producer.err):
+            return _ratio(err, 2.0 * t.producer.err + leaf_budget(dtype))
+        if t.role == "parameter_grad":
+            return _ratio(err, AMPLIFICATION * upstream + budgets.budget(dtype))
+        if t.leaf in ("data", "parameter", "mask"):
+            if t.m.same_stats_other_bytes:
+                return math.inf
+            return _ratio(err, leaf_budget(dtype))
+        return _ratio(err, AMPLIFICATION * upstream + budgets.budget(dtype))
+    incoming = _incoming_error(t)
+    if incoming is None:
+        incoming = upstream
+    own = op_budget(dtype, t.m.measure)
+    excess = _ratio(err, AMPLIFICATION * incoming + own)
+    if excess <= 1.0 and _leaves_tolerance(t):
+        # the call turned inputs that are (almost) all within tolerance into an output of which more than 1 %
+        # is not: an element-level jump, judged against a tighter own-rounding allowance
+        tight = budgets.unit_roundoff(dtype) * TIGHT_ROUNDINGS
+        excess = max(excess, _ratio(err, AMPLIFICATION * incoming + tight))
+    return excess
+
+
+def op_budget(dtype: str | None, measure: str) -> float:
+    """Error one operator's rounding explains, on the scale of the measure used."""
+    if measure in ("statistics", "md5"):
+        return min(budgets.budget(dtype), max(STAT_ROUNDINGS * budgets.unit_roundoff(dtype),
+                                              budgets.ratio_floor(dtype) if budgets.canonical_dtype(dtype)
+                                              == "float32" else 0.0))
+    return budgets.budget(dtype)
+
+
+def _leaves_tolerance(t: Tensor) -> bool:
+    within = t.row.within_tolerance_ratio
+    if within is None or within >= WITHIN_BAR or t.node is None:
+        return False
+    ins = [x.row.within_tolerance_ratio for x in t.node.inputs if x.row.within_tolerance_ratio is not None]
+    return bool(ins) and min(ins) >= WITHIN_BAR
+
+
+def _incoming_error(t: Tensor) -> float | None:
+    """Largest error among the inputs of the call that produced ``t`` (None when it has none)."""
+    if t.node is None:
+        return None
+    errs = [x.err for x in t.node.inputs if x.err is not None]
+    if not errs:
+        if t.role == "tensor" and t.producer is None:
+            return None
+        return None
+    finite = [e for e in errs if math.isfinite(e)]
+    return max(finite) if len(finite) == len(errs) else math.inf

@@ -1,0 +1,211 @@
+"""Where the difference enters: the earliest tensor in the dataflow that is beyond precision.
+
+Walking one pass (forward, or backward when the forward agrees) in execution order, the first
+tensor judged beyond precision is where the difference enters, and what kind of tensor it is says
+how:
+
+- an output of a call whose inputs are all within: the operator itself (``operator``), unless one
+  of its scalar arguments or kwargs differs (``argument``), or its outputs are the first to hold
+  Inf/NaN from finite inputs (``overflow``);
+- an input no dumped call produced: the network's data (``data_input``) or a parameter, buffer,
+  mask or undumped operator's result (``argument``);
+- an input that differs from the dumped output it is: changed in between (``between_operators``:
+  a hook, an in-place change, an undumped operator); inside a module the module is named.
+
+Overflow follows msprobe's overflow check: the first call with finite inputs and Inf/NaN outputs
+(where the golden has none) is named unless a gross difference already entered before it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from acc_agent.numerics import budgets
+from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor
+
+if TYPE_CHECKING:
+    from acc_agent.io.dumps import Dump
+
+#: A difference this many times beyond precision before the first overflow is its cause, not noise.
+GROSS_BEFORE_OVERFLOW = 10.0
+
+
+@dataclass
+class Finding:
+    tensor: Tensor
+    node: Node
+    enters: str  # operator | argument | between_operators | data_input | overflow
+    argument: str | None = None
+    scalar: tuple[str, object, object] | None = None  # (argument, golden value, target value)
+    container: Node | None = None  # module named when the change sits between its recorded children
+    notes: list[str] = field(default_factory=list)
+
+
+def in_pass(graph: Graph, direction: str) -> list[Tensor]:
+    return [t for t in graph.tensors if t.direction == direction]
+
+
+def _walked(tensors: list[Tensor]) -> list[Tensor]:
+    """Tensors of innermost calls, plus inputs of containers (the network input may only be there)."""
+    return [t for t in tensors if t.node is not None and (t.node.computing or t.is_input)]
+
+
+def find(graph: Graph, direction: str, golden: Dump | None, target: Dump | None) -> Finding | None:
+    tensors = _walked(in_pass(graph, direction))
+    first = next((t for t in tensors if t.beyond), None)
+    overflow = _first_overflow(graph, direction)
+    if overflow is not None and (first is None or first.pos >= overflow.tensor.pos
+                                 or first.excess < GROSS_BEFORE_OVERFLOW):
+        return overflow
+    inner = _container_fault(graph, direction)
+    if inner is not None and (first is None or inner[1] < first.pos):
+        return inner[0]
+    if first is None:
+        return None
+    return _classify(first, graph, golden, target)
+
+
+def _descendants(node: Node) -> list[Node]:
+    out, stack = [], list(node.children)
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(n.children)
+    return out
+
+
+def _container_fault(graph: Graph, direction: str) -> tuple[Finding, int] | None:
+    """A module whose output differs beyond what its inputs and everything recorded inside it explain.
+
+    That is a fault in the module's own code between its recorded children (a functional call, an
+    attention mask applied inline), which no recorded call inside it shows. Returns the finding and
+    the position at which the difference appears (after the module's recorded children).
+    """
+    best: tuple[Finding, int] | None = None
+    for node in graph.nodes:
+        if node.computing or not node.is_module or node.path in ("root", "") or not node.outputs:
+            continue
+        out = node.worst_output()
+        if out is None or out.direction != direction or not out.beyond or not out.gross or out.err is None:
+            continue
+        inside = [t for n in _descendants(node) for t in n.inputs + n.outputs if t.judged]
+        if any(t.beyond for t in inside) or any(t.beyond for t in node.inputs):
+            continue
+        explained = [t.err for t in inside + node.inputs if t.err is not None and math.isfinite(t.err)]
+        allowed = 4.0 * max(explained, default=0.0) + budgets.budget(out.m.dtype)
+        if out.err <= allowed:
+            continue
+        when = max((t.pos for t in inside), default=out.pos)
+        when = max(when, out.pos) if not inside else when
+        if best is None or when < best[1] or (when == best[1] and node in _descendants(best[0].node)):
+            best = (Finding(out, node, "operator", notes=["inside"]), when)
+    return best
+
+
+def _classify(t: Tensor, graph: Graph, golden: Dump | None, target: Dump | None) -> Finding:
+    node = t.node
+    assert node is not None
+    if t.is_input:
+        if t.leaf == "data":
+            return Finding(t, node, "data_input", argument=t.arg)
+        if t.producer is None:
+            container = _container(node) if t.leaf == "other" else None
+            return Finding(t, node, "between_operators" if container else "argument", argument=t.arg,
+                           container=container)
+        return Finding(t, node, "between_operators", argument=t.arg, container=_container(node))
+    scalar = differing_scalar(node.key, golden, target, t)
+    if scalar is not None:
+        return Finding(t, node, "argument", argument=scalar[0], scalar=scalar)
+    return Finding(t, node, "operator")
+
+
+def _container(node: Node) -> Node | None:
+    """The innermost module around ``node`` whose inputs agree and whose output differs.
+
+    A change between two recorded calls happened in that module's own code (a functional call or an
+    in-place operation the dump does not record), so the module is the place to look.
+    """
+    for anc in node.ancestors():
+        if not anc.is_module or anc.path in ("root", ""):
+            continue
+        ins = [x for x in anc.inputs if x.judged]
+        outs = [x for x in anc.outputs if x.judged]
+        if outs and any(x.gross or x.beyond for x in outs) and ins and all(not x.beyond for x in ins):
+            return anc
+    return None
+
+
+def differing_scalar(key: str, golden: Dump | None, target: Dump | None,
+                     t: Tensor) -> tuple[str, object, object] | None:
+    """A scalar/kwarg argument of call ``key`` whose value differs between the runs, if any."""
+    g_scalars = getattr(golden, "scalars", None) or {}
+    t_scalars = getattr(target, "scalars", None) or {}
+    g_key = key
+    golden_name = t.row.golden_name
+    if golden_name and golden_name.endswith(t.arg):
+        g_key = golden_name[: -len(t.arg) - 1]
+    g_list = {s.name[len(g_key) + 1:]: s.value for s in g_scalars.get(g_key, [])}
+    t_list = {s.name[len(key) + 1:]: s.value for s in t_scalars.get(key, [])}
+    for arg, t_value in t_list.items():
+        if arg in g_list and not _same(g_list[arg], t_value):
+            return arg, g_list[arg], t_value
+    for arg in g_list.keys() - t_list.keys():
+        return arg, g_list[arg], None
+    for arg in t_list.keys() - g_list.keys():
+        return arg, None, t_list[arg]
+    return None
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return a == b
+
+
+def _first_overflow(graph: Graph, direction: str) -> Finding | None:
+    """msprobe's overflow check: the first innermost call with finite inputs and new Inf/NaN outputs."""
+    for node in graph.nodes:
+        if not node.computing or not node.outputs or node.outputs[0].direction != direction:
+            continue
+        bad = [t for t in node.outputs if t.m.target_nonfinite and not t.m.golden_nonfinite]
+        if not bad:
+            continue
+        if any(x.m.target_nonfinite and not x.m.golden_nonfinite for x in node.inputs):
+            continue  # non-finite came in: an earlier call produced it (or a leaf holds it)
+        return Finding(bad[0], node, "overflow")
+    return None
+
+
+def first_nonfinite_input(graph: Graph, direction: str) -> Tensor | None:
+    """An input leaf that already holds Inf/NaN (no call produced them)."""
+    for t in in_pass(graph, direction):
+        if t.is_input and t.producer is None and t.m.target_nonfinite and not t.m.golden_nonfinite:
+            return t
+    return None
+
+
+def final_tensor(graph: Graph, direction: str) -> Tensor | None:
+    """The pass's end result: the worst output of the last innermost call that has one."""
+    for node in reversed(graph.nodes):
+        if node.computing and node.outputs and node.outputs[0].direction == direction:
+            if node.key.startswith("Module.") and "parameters_grad" in node.key:
+                continue
+            worst = node.worst_output()
+            if worst is not None:
+                return worst
+    return None
+
+
+def dead_end(t: Tensor, graph: Graph) -> bool | None:
+    """Whether a bad output stops at the dump: every call that takes it received the golden data.
+
+    None when no call is known to take it (no dataflow link), so the question cannot be answered.
+    """
+    consumers = [x for x in graph.consumers(t) if x.judged]
+    if not consumers:
+        return None
+    if t.m.target_nonfinite and not t.m.golden_nonfinite:
+        return all(not x.m.target_nonfinite and not x.gross for x in consumers)
+    return all(not x.gross and x.err is not None and t.err is not None and x.err < 0.5 * t.err for x in consumers)

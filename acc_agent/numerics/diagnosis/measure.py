@@ -1,0 +1,194 @@
+"""One error figure per compared row, whatever the dump holds: tensor data, statistics or md5 digests.
+
+Users mostly bring msprobe's default dumps (statistics only), so the diagnosis cannot rest on
+tensor metrics alone. Each row gets a *relative error* on one scale:
+
+- tensor data: ``EucDist / ||golden||`` (the relative L2 error; the cosine angle when the norm is
+  unknown);
+- statistics (Max/Min/Mean/Norm in dump.json): the largest of ``|dNorm| / Norm`` and
+  ``|dMax|, |dMin|, |dMean|`` over the tensor's amplitude. It is a lower bound of the tensor error
+  (a permutation of the elements leaves it at 0), but rounding noise keeps it near the unit
+  roundoff while a wrong operator moves it by far more;
+- md5: equal digests are an exact match (error 0); different digests fall back to statistics.
+
+Non-finite values are recorded on their own (``target_nonfinite``): overflow localisation needs to
+know where Inf/NaN first appear, not only that a row is bad.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from acc_agent.numerics import budgets
+
+if TYPE_CHECKING:
+    from acc_agent.io.dumps import Dump, DumpEntry
+    from acc_agent.models.compare import DumpRow, TensorMetrics
+
+STAT_KEYS = ("Max", "Min", "Mean", "Norm")
+PRECISION_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+
+
+@dataclass
+class Measured:
+    """A row's error figures and what they were computed from."""
+
+    err: float | None
+    bench_err: float | None
+    measure: str  # tensor | statistics | md5 | none
+    target_nonfinite: bool
+    golden_nonfinite: bool
+    dtype: str | None
+    same_stats_other_bytes: bool = False  # md5 differs, dtype and statistics equal: same values reordered?
+
+
+def entry(dump: Dump | None, name: str | None) -> DumpEntry | None:
+    if dump is None or name is None:
+        return None
+    return dump.by_name.get(name)
+
+
+def _finite(v: float | None) -> bool:
+    return v is not None and math.isfinite(v)
+
+
+def stats_nonfinite(stats: dict[str, float | None] | None) -> bool:
+    if not stats:
+        return False
+    return any(v is not None and not math.isfinite(v) for v in stats.values())
+
+
+def stat_error(golden: dict[str, float | None] | None, other: dict[str, float | None] | None,
+               numel: int | None) -> float | None:
+    """Relative difference of two tensors' statistics (see the module docstring); None if incomplete."""
+    if not golden or not other:
+        return None
+    g = [golden.get(k) for k in STAT_KEYS]
+    o = [other.get(k) for k in STAT_KEYS]
+    if any(v is None for v in g) or any(v is None for v in o):
+        return None
+    gmax, gmin, gmean, gnorm = (float(v) for v in g)  # type: ignore[arg-type]
+    omax, omin, omean, onorm = (float(v) for v in o)  # type: ignore[arg-type]
+    if not all(math.isfinite(v) for v in (gmax, gmin, gmean, gnorm)):
+        return None  # golden itself non-finite: nothing to measure against
+    if not all(math.isfinite(v) for v in (omax, omin, omean, onorm)):
+        return math.inf
+    rms = gnorm / math.sqrt(numel) if numel and numel > 0 else 0.0
+    scale = max(abs(gmax), abs(gmin), rms)
+    diffs = [abs(omax - gmax), abs(omin - gmin), abs(omean - gmean)]
+    if scale == 0.0:
+        return 0.0 if max(diffs) == 0.0 and onorm == gnorm else math.inf
+    norm_err = abs(onorm - gnorm) / gnorm if gnorm > 0 else (0.0 if onorm == 0 else math.inf)
+    return max(norm_err, max(diffs) / scale)
+
+
+def tensor_error(metrics: TensorMetrics | None, golden_norm: float | None) -> float | None:
+    """Relative L2 error from a metrics object: EucDist/||golden||, else the cosine angle."""
+    if metrics is None:
+        return None
+    euc = metrics.euc_dist
+    if euc is not None and golden_norm is not None and math.isfinite(golden_norm):
+        if golden_norm > 0:
+            return float(euc) / golden_norm
+        return 0.0 if euc == 0 else math.inf
+    cos = metrics.cosine
+    if cos is None:
+        return None
+    return math.sqrt(max(0.0, 2.0 * (1.0 - float(cos))))
+
+
+def _numel(e: DumpEntry | None, row: DumpRow) -> int | None:
+    shape = (e.shape if e is not None else None) or row.golden_shape
+    if shape is None:
+        return None
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def _golden_norm(row: DumpRow, g_entry: DumpEntry | None, golden: Dump | None) -> float | None:
+    """||golden||: from the metrics, else dump.json's Norm, else the tensor itself (plain .npy folders)."""
+    if row.golden_norm is not None:
+        return float(row.golden_norm)
+    if g_entry is not None and g_entry.stats.get("Norm") is not None:
+        return g_entry.stats["Norm"]
+    if golden is None or row.status in ("skipped", "unmatched") or row.euc_dist is None:
+        return None
+    try:
+        import numpy as np
+
+        arr = golden.load(row.golden_name or row.name)
+        if arr.dtype.kind not in "fiub":
+            return None
+        return float(np.linalg.norm(np.nan_to_num(arr.astype(np.float64, copy=False), posinf=0.0, neginf=0.0)))
+    except Exception:  # noqa: BLE001 - unreadable golden tensor: fall back to the cosine angle
+        return None
+
+
+def row_dtype(row: DumpRow, t_entry: DumpEntry | None, precision: str | None) -> str | None:
+    """The dtype whose rounding the row is judged by: the user's precision, else the least precise side."""
+    if precision:
+        return PRECISION_NAMES.get(precision, precision)
+    declared = t_entry.dtype if t_entry is not None else None
+    stored = row.target_dtype
+    if budgets.is_float(declared) or budgets.is_float(stored):
+        return budgets.lowest_precision(declared, stored)
+    return budgets.canonical_dtype(declared or stored)
+
+
+def measure_row(row: DumpRow, golden: Dump | None, target: Dump | None, bench: Dump | None,
+                precision: str | None) -> Measured:
+    g_entry = entry(golden, row.golden_name or row.name)
+    t_entry = entry(target, row.name)
+    b_entry = entry(bench, row.golden_name or row.name) or entry(bench, row.name)
+    dtype = row_dtype(row, t_entry, precision)
+    g_stats = g_entry.stats if g_entry is not None else None
+    t_stats = t_entry.stats if t_entry is not None else None
+    numel = _numel(g_entry, row)
+    t_bad = bool(row.target_nan or row.target_inf) or stats_nonfinite(t_stats)
+    g_bad = bool(row.golden_nan or row.golden_inf) or stats_nonfinite(g_stats)
+    if row.status == "unmatched":
+        return Measured(None, None, "none", t_bad, g_bad, dtype)
+    g_md5 = getattr(g_entry, "md5", None)
+    t_md5 = getattr(t_entry, "md5", None)
+    has_tensor_metrics = row.euc_dist is not None or row.cosine is not None
+    if has_tensor_metrics:
+        err = tensor_error(row, _golden_norm(row, g_entry, golden))
+        bench_err = tensor_error(row.bench, _golden_norm(row, g_entry, golden)) if row.bench is not None else None
+        return Measured(err, bench_err, "tensor", t_bad, g_bad, dtype)
+    if _shapes_differ(row) or (row.status == "error" and row.na_reasons and not (g_stats and t_stats)):
+        # both tensors exist but are not comparable (shape unmatched, NaN/Inf at other positions)
+        return Measured(math.inf, None, "tensor", t_bad, g_bad, dtype)
+    if g_md5 is not None and t_md5 is not None and g_md5 == t_md5:
+        b_md5 = getattr(b_entry, "md5", None)
+        bench_err = 0.0 if b_md5 == g_md5 and b_md5 is not None else stat_error(
+            g_stats, b_entry.stats if b_entry is not None else None, numel)
+        return Measured(0.0, bench_err, "md5", t_bad, g_bad, dtype)
+    err = stat_error(g_stats, t_stats, numel)
+    if err is None:
+        if row.status == "error" and g_entry is not None and t_entry is not None:
+            return Measured(math.inf, None, "statistics", t_bad, g_bad, dtype)
+        return Measured(None, None, "none", t_bad, g_bad, dtype)
+    reordered = False
+    if err == 0.0 and g_md5 is not None and t_md5 is not None:
+        # equal statistics, different bytes: a difference below what the statistics resolve, or (same
+        # dtype) the same values in another order
+        err = 0.5 * budgets.unit_roundoff(dtype)
+        reordered = g_entry is not None and t_entry is not None and g_entry.dtype == t_entry.dtype
+    bench_err = stat_error(g_stats, b_entry.stats if b_entry is not None else None, numel) if bench else None
+    return Measured(err, bench_err, "md5" if g_md5 is not None and t_md5 is not None else "statistics",
+                    t_bad, g_bad, dtype, reordered)
+
+
+def _shapes_differ(row: DumpRow) -> bool:
+    """Both shapes known and different after squeezing (msprobe's "shape unmatched")."""
+    if row.golden_shape is None or row.target_shape is None:
+        return False
+    return [s for s in row.golden_shape if s != 1] != [s for s in row.target_shape if s != 1]
+
+
+def finite_or_none(v: float | None) -> float | None:
+    return v if _finite(v) else None
