@@ -18,6 +18,8 @@ derived from the format (bits of precision), not fitted to a model:
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 BENCH_RATIO = 2.0
 BUDGET_ROUNDINGS = 16.0
 GROWTH_RATIO = 2.0  # the error at least doubled after the first divergence: more error was injected
@@ -39,6 +41,7 @@ _ALIASES = {
 }
 
 
+@lru_cache(maxsize=256)
 def canonical_dtype(raw: str | None) -> str | None:
     """``torch.bfloat16`` / ``BFloat16`` / ``bf16`` -> ``bfloat16``; ``None`` stays ``None``."""
     if raw is None:

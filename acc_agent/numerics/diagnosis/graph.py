@@ -227,25 +227,38 @@ def _nest(ordered: list[Node], nodes: dict[str, Node], dump: Dump | None) -> Non
             if n.parent is not None:
                 n.parent.children.append(n)
         return
-    modules = [n for n in ordered if n.is_module and n.path is not None]
-    for n in modules:
-        best: Node | None = None
-        for m in modules:
-            if m is n or m.path is None or n.path is None or _direction(m.key) != _direction(n.key):
-                continue
-            inside = (m.path in ROOT_MODULE_PATHS and n.path not in ROOT_MODULE_PATHS) or \
-                n.path.startswith(m.path + ".")
-            if inside and (best is None or len(m.path) > len(best.path or "")):
-                best = m
-        n.parent = best
-    roots = [m for m in modules if m.path in ROOT_MODULE_PATHS]
+    by_path: dict[tuple[str, str], list[Node]] = {}
+    paths = {n.key: n.path for n in ordered}
     for n in ordered:
-        if not n.is_module and roots:
-            same = [r for r in roots if _direction(r.key) == _direction(n.key)]
-            n.parent = same[0] if same else None
+        path = paths[n.key]
+        if n.is_module and path is not None:
+            by_path.setdefault((_direction(n.key), path), []).append(n)
+    for n in ordered:
+        path = paths[n.key]
+        if not n.is_module or path is None:
+            continue
+        d = _direction(n.key)
+        parts = path.split(".") if path not in ROOT_MODULE_PATHS else []
+        prefixes = [".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
+        prefixes += [r for r in ROOT_MODULE_PATHS if r != path]
+        for prefix in prefixes:
+            cands = by_path.get((d, prefix))
+            if cands:
+                n.parent = _nearest(cands, n.pos)
+                break
+    roots = {d: nodes_ for (d, p), nodes_ in by_path.items() if p in ROOT_MODULE_PATHS}
+    for n in ordered:
+        if not n.is_module and _direction(n.key) in roots:
+            n.parent = _nearest(roots[_direction(n.key)], n.pos)
     for n in ordered:
         if n.parent is not None:
             n.parent.children.append(n)
+
+
+def _nearest(cands: list[Node], pos: int) -> Node:
+    """The call among repeated calls of one module that encloses position ``pos`` (the latest before it)."""
+    before = [c for c in cands if c.pos <= pos]
+    return before[-1] if before else cands[0]
 
 
 def _direction(key: str) -> str:
