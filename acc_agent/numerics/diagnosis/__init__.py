@@ -177,6 +177,8 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     if final is not None and not final.beyond and use_bench:
         tail = ("its effect on the final outputs stays within the bench's rounding noise, so only the layer-by-layer "
                 "comparison against the bench shows it — a real fault hidden inside low-precision noise.")
+    elif final is not None and final is not t and final.m.target_nonfinite and not final.m.golden_nonfinite:
+        tail = f"the Inf/NaN reach the end of the pass ({final.name})."
     elif growth is not None:
         tail = f"after it the error changes by {growth:.2g}x to the end instead of growing, so it explains the final difference."
     else:

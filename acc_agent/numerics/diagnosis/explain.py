@@ -92,7 +92,9 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
     if f.enters == "argument":
         what = {"parameter": "a parameter or buffer", "mask": "an index or mask tensor",
                 "other": "a tensor no dumped call produced"}.get(t.leaf or "other", "an input")
-        return (f"{t.name} ({what}) already differs ({err}, {fmt(t.excess, '.3g')}x what a cast explains) while "
+        how = (f"{fmt(t.excess, '.3g')}x what a cast explains" if math.isfinite(t.excess)
+               else "integer, bool and reordered tensors must match exactly")
+        return (f"{t.name} ({what}) already differs ({err}; {how}) while "
                 f"every tensor before it agrees: the difference enters {node.key} through {t.arg}"
                 + (f" — {difference}" if difference else ""))
     if f.enters == "between_operators":

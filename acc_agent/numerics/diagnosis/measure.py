@@ -65,22 +65,24 @@ def stat_error(golden: dict[str, float | None] | None, other: dict[str, float | 
     """Relative difference of two tensors' statistics (see the module docstring); None if incomplete."""
     if not golden or not other:
         return None
-    g = [golden.get(k) for k in STAT_KEYS]
-    o = [other.get(k) for k in STAT_KEYS]
-    if any(v is None for v in g) or any(v is None for v in o):
+    keys = [k for k in STAT_KEYS if golden.get(k) is not None and other.get(k) is not None]
+    if "Max" not in keys or "Min" not in keys:
         return None
-    gmax, gmin, gmean, gnorm = (float(v) for v in g)  # type: ignore[arg-type]
-    omax, omin, omean, onorm = (float(v) for v in o)  # type: ignore[arg-type]
-    if not all(math.isfinite(v) for v in (gmax, gmin, gmean, gnorm)):
+    g = {k: float(golden[k]) for k in keys}  # type: ignore[arg-type]
+    o = {k: float(other[k]) for k in keys}  # type: ignore[arg-type]
+    if not all(math.isfinite(v) for v in g.values()):
         return None  # golden itself non-finite: nothing to measure against
-    if not all(math.isfinite(v) for v in (omax, omin, omean, onorm)):
+    if not all(math.isfinite(v) for v in o.values()):
         return math.inf
-    rms = gnorm / math.sqrt(numel) if numel and numel > 0 else 0.0
-    scale = max(abs(gmax), abs(gmin), rms)
-    diffs = [abs(omax - gmax), abs(omin - gmin), abs(omean - gmean)]
+    rms = g["Norm"] / math.sqrt(numel) if "Norm" in g and numel and numel > 0 else 0.0
+    scale = max(abs(g["Max"]), abs(g["Min"]), rms)
+    diffs = [abs(o[k] - g[k]) for k in ("Max", "Min", "Mean") if k in g]
+    norm_diff = abs(o["Norm"] - g["Norm"]) if "Norm" in g else 0.0
     if scale == 0.0:
-        return 0.0 if max(diffs) == 0.0 and onorm == gnorm else math.inf
-    norm_err = abs(onorm - gnorm) / gnorm if gnorm > 0 else (0.0 if onorm == 0 else math.inf)
+        return 0.0 if max(diffs) == 0.0 and norm_diff == 0.0 else math.inf
+    norm_err = 0.0
+    if "Norm" in g:
+        norm_err = norm_diff / g["Norm"] if g["Norm"] > 0 else (0.0 if o["Norm"] == 0 else math.inf)
     return max(norm_err, max(diffs) / scale)
 
 
@@ -168,11 +170,16 @@ def measure_row(row: DumpRow, golden: Dump | None, target: Dump | None, bench: D
             g_stats, b_entry.stats if b_entry is not None else None, numel)
         return Measured(0.0, bench_err, "md5", t_bad, g_bad, dtype)
     err = stat_error(g_stats, t_stats, numel)
+    same_dtype = g_entry is not None and t_entry is not None and g_entry.dtype == t_entry.dtype
+    if err is None and g_md5 is not None and t_md5 is not None and same_dtype and not budgets.is_float(dtype):
+        return Measured(math.inf, None, "md5", t_bad, g_bad, dtype)  # integer/bool bytes differ: not equal
     if err is None:
         if row.status == "error" and g_entry is not None and t_entry is not None:
             return Measured(math.inf, None, "statistics", t_bad, g_bad, dtype)
         return Measured(None, None, "none", t_bad, g_bad, dtype)
     reordered = False
+    if err == 0.0 and g_md5 is not None and t_md5 is not None and same_dtype and not budgets.is_float(dtype):
+        return Measured(math.inf, None, "md5", t_bad, g_bad, dtype, True)
     if err == 0.0 and g_md5 is not None and t_md5 is not None:
         # equal statistics, different bytes: a difference below what the statistics resolve, or (same
         # dtype) the same values in another order

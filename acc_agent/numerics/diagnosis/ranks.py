@@ -72,7 +72,8 @@ def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Di
     if fd is not None:
         text = f" Ranks: the divergence starts on {rank_name(pick.key)}"
         if received:
-            text += f"; {', '.join(received)} only receive it through a collective"
+            verb = "receives" if len(received) == 1 else "receive"
+            text += f"; {', '.join(received)} only {verb} it through a collective (its own inputs agree)"
         if others:
             text += f"; {', '.join(others)} diverge too (later or on their own)"
         text += f"; clean: {', '.join(clean) if clean else 'none'}."
