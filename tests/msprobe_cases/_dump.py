@@ -1,0 +1,594 @@
+"""Child process: ONE msprobe dump of one side (golden / target / bench) of one case, then exit.
+
+Run as ``python _dump.py CASE SIDE OUT_DIR RANK WORLD_SIZE``. msprobe keeps global state (its API
+wrappers, call counters, the dump switch), so every dump gets a fresh interpreter.
+
+How faults are injected, and why that way: a wrong function replaces ``torch.nn.functional.X`` (or a
+weight/scalar/mask is changed) BEFORE msprobe is imported. msprobe wraps whatever function it finds,
+so the dump names the call exactly like golden's (``Functional.gelu.1.forward``), and it does not
+record API calls nested inside a dumped call, so the replacement's internals (``torch.where``, ...)
+leave no extra keys. Custom ``autograd.Function`` bodies ARE dumped (msprobe does not wrap the
+Function itself, only the tensor APIs it calls), so a wrong backward is written with
+``torch.ops.aten`` calls, which msprobe does not hook.
+
+Everything is seeded and deterministic: golden and target run the very same code except for the
+fault, so every tensor before the fault is bit-identical when both sides use the same dtype.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+Tensor = torch.Tensor
+
+
+@dataclass
+class Plan:
+    """What the dump process runs once msprobe is started."""
+
+    step: Callable[[], None]
+    model: nn.Module | None = None  # passed to dbg.start for L0 / mix (module hooks)
+    level: str = "L1"
+    task: str = "tensor"
+    summary_mode: str = "statistics"
+
+
+# --------------------------------------------------------------------------- fault helpers
+
+
+def patch_calls(name: str, calls: set[int] | None, wrong: Callable[..., Tensor]) -> None:
+    """Make ``F.<name>`` wrong on the listed call numbers only (all calls when ``calls`` is None).
+
+    The right result is always computed first, so calls outside ``calls`` are bit-identical to
+    golden's and the fault sits inside exactly one dumped API call.
+    """
+    orig = getattr(F, name)
+    counter = [0]
+
+    def patched(*args: Any, **kwargs: Any) -> Tensor:
+        index = counter[0]
+        counter[0] += 1
+        out = orig(*args, **kwargs)
+        if calls is None or index in calls:
+            return wrong(out, index, *args, **kwargs)
+        return out
+
+    patched.__name__ = name
+    patched.__qualname__ = name
+    setattr(F, name, patched)
+
+
+def every(n: int, like: Tensor, offset: int = 0) -> Tensor:
+    """Boolean mask selecting every n-th element (deterministic, spread over the whole tensor)."""
+    return ((torch.arange(like.numel()) + offset) % n == 0).reshape(like.shape)
+
+
+def gelu_plus_one(out: Tensor, _index: int, *args: Any, **kwargs: Any) -> Tensor:
+    """GELU off by +1.0 on every 5th element (20 %): a wrong kernel branch on part of the data."""
+    return torch.where(every(5, out, 2), out + 1.0, out)
+
+
+def gelu_scaled_a_few_percent(out: Tensor, _index: int, *args: Any, **kwargs: Any) -> Tensor:
+    """GELU 6 % too large on every 4th element: small enough to hide in fp16 noise without a bench."""
+    return torch.where(every(4, out, 1), out * 1.06, out)
+
+
+def linear_noise(out: Tensor, index: int, *args: Any, **kwargs: Any) -> Tensor:
+    """Relative error 1e-3 * |N(0,1)| on a linear's output (the call number seeds it).
+
+    One-signed, like an accumulation that always rounds the same way: zero-mean noise is damped by
+    the next layers and would not build up, which is what precision accumulation looks like.
+    """
+    gen = torch.Generator().manual_seed(1000 + index)
+    noise = torch.randn(out.shape, generator=gen, dtype=torch.float32).abs().to(out.dtype)
+    return out * (1.0 + 1e-3 * noise)
+
+
+# --------------------------------------------------------------------------- models
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+class MLP(nn.Module):
+    """linear-gelu-linear-...-linear; ``F.gelu`` is looked up at call time, so a patch applies."""
+
+    def __init__(self, sizes: tuple[int, ...], act: Callable[[Tensor], Tensor] | None = None) -> None:
+        super().__init__()
+        self.fcs = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes, sizes[1:], strict=False))
+        self.act = act
+
+    def forward(self, x: Tensor) -> Tensor:
+        for i, fc in enumerate(self.fcs):
+            x = fc(x)
+            if i < len(self.fcs) - 1:
+                x = self.act(x) if self.act is not None else F.gelu(x)
+        return x
+
+
+class ResidualMLP(nn.Module):
+    """6 linears: in-projection, 4 pre-activation residual layers h + fc(gelu(h)), out-projection.
+
+    The residual path carries every layer's error forward, so a small per-layer error grows.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc_in = nn.Linear(16, 32)
+        self.layers = nn.ModuleList(nn.Linear(32, 32) for _ in range(4))
+        self.fc_out = nn.Linear(32, 8)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.fc_in(x)
+        for fc in self.layers:
+            h = h + fc(F.gelu(h))
+        return self.fc_out(h)
+
+
+class Block(nn.Module):
+    """A named sub-module (fc + GELU module), so mix/L0 dumps carry Module.blocks.N... keys."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+        self.act = nn.GELU()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.act(self.fc(x))
+
+
+class BlockNet(nn.Module):
+    def __init__(self, d: int = 16, depth: int = 3) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(d) for _ in range(depth))
+        self.head = nn.Linear(d, 4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+class Mlp(nn.Module):
+    """Golden naming of the renamed case: blocks.N.mlp.{fc,act}."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+        self.act = nn.GELU()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.act(self.fc(x))
+
+
+class FeedForward(nn.Module):
+    """Target naming of the renamed case: layers.N.ffn.{proj,act_fn}; same math, same init order."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.proj = nn.Linear(d, d)
+        self.act_fn = nn.GELU()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.act_fn(self.proj(x))
+
+
+class GoldenLayer(nn.Module):
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.mlp = Mlp(d)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.mlp(x)
+
+
+class TargetLayer(nn.Module):
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.ffn = FeedForward(d)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.ffn(x)
+
+
+class GoldenNamed(nn.Module):
+    def __init__(self, d: int = 16, depth: int = 3) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(GoldenLayer(d) for _ in range(depth))
+        self.head = nn.Linear(d, 4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+class TargetNamed(nn.Module):
+    def __init__(self, d: int = 16, depth: int = 3) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(TargetLayer(d) for _ in range(depth))
+        self.out_proj = nn.Linear(d, 4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return self.out_proj(x)
+
+
+class Attention(nn.Module):
+    """Single-head attention with square d x d projections and an additive -10000 causal mask."""
+
+    def __init__(self, d: int = 16) -> None:
+        super().__init__()
+        self.q_proj = nn.Linear(d, d)
+        self.k_proj = nn.Linear(d, d)
+        self.v_proj = nn.Linear(d, d)
+        self.o_proj = nn.Linear(d, d)
+        self.d = d
+
+    def forward(self, x: Tensor) -> Tensor:
+        q = self.q_proj(x)
+        k = self.k_proj(x)
+        v = self.v_proj(x)
+        t = x.shape[-2]
+        causal = torch.tril(torch.ones(t, t))
+        mask = (1.0 - causal) * -10000.0
+        scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(self.d) + mask
+        return self.o_proj(torch.matmul(torch.softmax(scores, dim=-1), v))
+
+
+class RopeAttention(nn.Module):
+    """Attention with rotary position embedding; the base (``rope_theta``) comes from the config."""
+
+    def __init__(self, config: dict[str, float], d: int = 16) -> None:
+        super().__init__()
+        self.config = config
+        self.q_proj = nn.Linear(d, d)
+        self.k_proj = nn.Linear(d, d)
+        self.v_proj = nn.Linear(d, d)
+        self.d = d
+
+    def _rotate(self, x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+        x1, x2 = x[..., : self.d // 2], x[..., self.d // 2 :]
+        return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+    def forward(self, x: Tensor) -> Tensor:
+        t = x.shape[-2]
+        exponent = torch.arange(0, self.d, 2, dtype=torch.float32) / self.d
+        # msprobe records the python float base as a scalar argument of Torch.pow (input.0).
+        inv_freq = torch.reciprocal(torch.pow(self.config["rope_theta"], exponent))
+        freqs = torch.outer(torch.arange(t, dtype=torch.float32), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = torch.cos(emb), torch.sin(emb)
+        q = self._rotate(self.q_proj(x), cos, sin)
+        k = self._rotate(self.k_proj(x), cos, sin)
+        scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(self.d)
+        return torch.matmul(torch.softmax(scores, dim=-1), self.v_proj(x))
+
+
+class MaskedAttention(nn.Module):
+    """Causal attention whose mask comes from ``torch.triu`` (not dumped) into ``masked_fill`` (dumped)."""
+
+    def __init__(self, diagonal: int, d: int = 16) -> None:
+        super().__init__()
+        self.diagonal = diagonal
+        self.q_proj = nn.Linear(d, d)
+        self.k_proj = nn.Linear(d, d)
+        self.v_proj = nn.Linear(d, d)
+        self.d = d
+
+    def forward(self, x: Tensor) -> Tensor:
+        t = x.shape[-2]
+        mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=self.diagonal)
+        scores = torch.matmul(self.q_proj(x), self.k_proj(x).transpose(-2, -1)) / math.sqrt(self.d)
+        scores = scores.masked_fill(mask, -10000.0)
+        return torch.matmul(torch.softmax(scores, dim=-1), self.v_proj(x))
+
+
+def make_scaled_tanh(wrong: bool, half: Tensor) -> type[torch.autograd.Function]:
+    """tanh as a custom autograd.Function; the wrong one's gradient is x1.5 on half the elements.
+
+    The backward uses torch.ops.aten only: msprobe hooks ``torch.*``/``Tensor.*`` calls made inside
+    a custom Function (they would show up as ``Tensor.__mul__.N.forward`` in the middle of the
+    backward pass) but not aten ops, so neither side leaves extra keys.
+    """
+    aten = torch.ops.aten
+
+    class ScaledTanh(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Tensor) -> Tensor:
+            y = aten.tanh.default(x)
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx: Any, grad: Tensor) -> Tensor:
+            (y,) = ctx.saved_tensors
+            gx = aten.mul.Tensor(grad, aten.rsub.Scalar(aten.mul.Tensor(y, y), 1.0))
+            if wrong:
+                gx = aten.where.self(half, aten.mul.Tensor(gx, 1.5), gx)
+            return gx
+
+    return ScaledTanh
+
+
+class CustomMLP(nn.Module):
+    def __init__(self, fn: type[torch.autograd.Function]) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 32)
+        self.fc3 = nn.Linear(32, 8)
+        self.fn = fn
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = F.gelu(self.fc1(x))
+        h = self.fn.apply(self.fc2(h))
+        return self.fc3(h)
+
+
+class ExpNet(nn.Module):
+    """linear -> exp -> normalise -> linear: an unguarded softmax whose exp overflows in fp16."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, x: Tensor) -> Tensor:
+        e = torch.exp(self.fc1(x))
+        return self.fc2(e / e.sum(dim=-1, keepdim=True))
+
+
+class EmbedNet(nn.Module):
+    """Embedding -> linear -> gelu -> all_reduce -> linear (a tensor-parallel-like activation sum)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(32, 16)
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, ids: Tensor) -> Tensor:
+        import torch.distributed as dist
+
+        h = F.gelu(self.fc1(self.emb(ids)))
+        dist.all_reduce(h)
+        return self.fc2(h)
+
+
+class NormNet(nn.Module):
+    """linear -> layer norm -> linear -> gelu -> linear; golden's layer norm is decomposed."""
+
+    def __init__(self, fused: bool) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.norm = nn.LayerNorm(32)
+        self.fc2 = nn.Linear(32, 32)
+        self.fc3 = nn.Linear(32, 8)
+        self.fused = fused
+        with torch.no_grad():
+            self.norm.weight.copy_(1.0 + 0.1 * torch.randn(32, generator=_gen(5)))
+            self.norm.bias.copy_(0.1 * torch.randn(32, generator=_gen(6)))
+
+    def _layer_norm(self, h: Tensor) -> Tensor:
+        if self.fused:
+            return F.layer_norm(h, (32,), self.norm.weight, self.norm.bias, self.norm.eps)
+        mean = h.mean(dim=-1, keepdim=True)
+        centred = h - mean
+        var = centred.pow(2).mean(dim=-1, keepdim=True)
+        return centred * torch.rsqrt(var + self.norm.eps) * self.norm.weight + self.norm.bias
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self._layer_norm(self.fc1(x))
+        return self.fc3(F.gelu(self.fc2(h)))
+
+
+# --------------------------------------------------------------------------- case builders
+
+
+def _x(shape: tuple[int, ...], seed: int = 1) -> Tensor:
+    return torch.randn(*shape, generator=_gen(seed))
+
+
+def _train_step(model: nn.Module, x: Tensor) -> Callable[[], None]:
+    """Forward + backward with an MSE loss against a fixed random target (non-degenerate gradients)."""
+
+    def step() -> None:
+        out = model(x)
+        ref = torch.randn(out.shape, generator=_gen(99)).to(out.dtype)
+        F.mse_loss(out, ref).backward()
+
+    return step
+
+
+def _forward(model: nn.Module, x: Tensor) -> Callable[[], None]:
+    def step() -> None:
+        with torch.no_grad():
+            model(x)
+
+    return step
+
+
+def _mlp_gelu(side: str, task: str, summary_mode: str = "statistics", backward: bool = True) -> Plan:
+    model = MLP((16, 32, 32, 32, 8))
+    if side == "target":
+        patch_calls("gelu", {1}, gelu_plus_one)
+    x = _x((4, 16))
+    return Plan(_train_step(model, x) if backward else _forward(model, x), task=task, summary_mode=summary_mode)
+
+
+def _mix_gelu(side: str) -> Plan:
+    model = BlockNet()
+    if side == "target":
+        patch_calls("gelu", {1}, gelu_plus_one)  # the GELU module of blocks.1
+    return Plan(_train_step(model, _x((4, 16))), model=model, level="mix")
+
+
+def _weight_transposed(side: str) -> Plan:
+    model = Attention()
+    if side == "target":
+        with torch.no_grad():
+            model.q_proj.weight.copy_(model.q_proj.weight.t().clone())
+    return Plan(_forward(model, _x((2, 6, 16))))
+
+
+def _rope_base(side: str) -> Plan:
+    model = RopeAttention({"rope_theta": 10000.0 if side == "golden" else 1000000.0})
+    return Plan(_forward(model, _x((2, 8, 16))))
+
+
+def _mask_off_by_one(side: str) -> Plan:
+    model = MaskedAttention(diagonal=1 if side == "golden" else 2)
+    return Plan(_forward(model, _x((2, 6, 16))))
+
+
+def _backward_custom(side: str) -> Plan:
+    half = every(2, torch.empty(4, 32))
+    model = CustomMLP(make_scaled_tanh(side == "target", half))
+    return Plan(_train_step(model, _x((4, 16))))
+
+
+def _fp16_inf(side: str) -> Plan:
+    model = ExpNet()
+    x = _x((4, 16))
+    with torch.no_grad():  # scale fc1 so its largest output is 12.0: exp(12) = 162755 > fp16 max 65504
+        peak = model.fc1(x).max()
+        model.fc1.weight.mul_(12.0 / peak)
+        model.fc1.bias.mul_(12.0 / peak)
+    if side == "target":
+        model.half()
+        x = x.half()
+    return Plan(_forward(model, x))
+
+
+def _two_ranks(side: str, rank: int) -> Plan:
+    model = EmbedNet()
+    ids = torch.randint(0, 32, (2, 5), generator=_gen(10 + rank))
+    if side == "target" and rank == 1:
+        patch_calls("gelu", {0}, gelu_plus_one)
+    return Plan(_forward(model, ids))
+
+
+def _low_precision_mlp(side: str, dtype: torch.dtype, sizes: tuple[int, ...], backward: bool,
+                       scale_fc: int | None = None) -> Plan:
+    model = MLP(sizes)
+    x = _x((4, 16))
+    if side != "golden":
+        if scale_fc is not None:
+            layer = model.fcs[scale_fc]
+            assert isinstance(layer, nn.Linear)
+            with torch.no_grad():
+                layer.weight.mul_(1.03)
+        model.to(dtype)
+        x = x.to(dtype)
+    return Plan(_train_step(model, x) if backward else _forward(model, x))
+
+
+def _fp16_gelu_bench(side: str) -> Plan:
+    model = MLP((16, 32, 32, 32, 8))
+    x = _x((4, 16))
+    if side != "golden":
+        model.half()
+        x = x.half()
+    if side == "target":
+        patch_calls("gelu", {1}, gelu_scaled_a_few_percent)
+    return Plan(_forward(model, x))
+
+
+def _renamed(side: str, level: str) -> Plan:
+    model: nn.Module = GoldenNamed() if side == "golden" else TargetNamed()
+    if side == "target":
+        patch_calls("gelu", {1}, gelu_plus_one)  # layers.1.ffn.act_fn
+    return Plan(_forward(model, _x((4, 16))), model=model, level=level)
+
+
+def _fused(side: str) -> Plan:
+    model = NormNet(fused=side == "target")
+    if side == "target":
+        patch_calls("gelu", {0}, gelu_plus_one)
+    return Plan(_forward(model, _x((4, 16))))
+
+
+def _precision_drift(side: str) -> Plan:
+    model = ResidualMLP()
+    if side == "target":
+        patch_calls("linear", None, linear_noise)
+    return Plan(_forward(model, _x((4, 16))))
+
+
+BUILDERS: dict[str, Callable[[str, int], Plan]] = {
+    "tensor_l1_gelu": lambda side, rank: _mlp_gelu(side, "tensor"),
+    "stats_l1_gelu": lambda side, rank: _mlp_gelu(side, "statistics"),
+    "md5_l1_gelu": lambda side, rank: _mlp_gelu(side, "statistics", "md5"),
+    "mix_gelu": lambda side, rank: _mix_gelu(side),
+    "weight_transposed": lambda side, rank: _weight_transposed(side),
+    "rope_base": lambda side, rank: _rope_base(side),
+    "mask_off_by_one": lambda side, rank: _mask_off_by_one(side),
+    "backward_custom": lambda side, rank: _backward_custom(side),
+    "fp16_inf": lambda side, rank: _fp16_inf(side),
+    "two_ranks": _two_ranks,
+    "bf16_weight_scale": lambda side, rank: _low_precision_mlp(side, torch.bfloat16, (16, 32, 32, 32, 8), False, 1),
+    "bf16_clean": lambda side, rank: _low_precision_mlp(side, torch.bfloat16, (16, 32, 32, 32, 32, 8), True),
+    "fp16_clean": lambda side, rank: _low_precision_mlp(side, torch.float16, (16, 32, 32, 32, 32, 8), True),
+    "fp16_gelu_bench": lambda side, rank: _fp16_gelu_bench(side),
+    "renamed": lambda side, rank: _renamed(side, "mix"),
+    "renamed_l0": lambda side, rank: _renamed(side, "L0"),
+    "fused": lambda side, rank: _fused(side),
+    "precision_drift": lambda side, rank: _precision_drift(side),
+}
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _config(plan: Plan, dump_path: Path) -> dict[str, Any]:
+    cfg: dict[str, Any] = {"task": plan.task, "dump_path": str(dump_path), "rank": [], "step": [],
+                           "level": plan.level, "async_dump": False}
+    section: dict[str, Any] = {"scope": [], "list": [], "data_mode": ["all"]}
+    if plan.task == "statistics":
+        section["summary_mode"] = plan.summary_mode
+    cfg[plan.task] = section
+    return cfg
+
+
+def main(argv: list[str]) -> None:
+    case, side, out_dir, rank, world_size = argv[0], argv[1], Path(argv[2]), int(argv[3]), int(argv[4])
+    torch.manual_seed(0)
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)  # cases run in parallel; one thread also keeps reductions in one order
+    plan = BUILDERS[case](side, rank)  # installs the fault BEFORE msprobe wraps the APIs
+
+    import torch.distributed as dist
+
+    # A process group gives msprobe's step0/rank{R}/ layout (proc{pid}/ otherwise).
+    store = out_dir / "store"
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
+    config_path = out_dir / f"config_rank{rank}.json"
+    config_path.write_text(json.dumps(_config(plan, out_dir / "dump")))
+
+    from msprobe.pytorch import PrecisionDebugger
+
+    dbg = PrecisionDebugger(config_path=str(config_path))
+    dbg.start(model=plan.model if plan.level != "L1" else None)
+    plan.step()
+    dbg.stop()
+    dbg.step()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    main(sys.argv[1:])

@@ -1,0 +1,133 @@
+"""The cases: what each injects and the answer a correct diagnosis must give.
+
+Each spec also says how the generator checks its own dumps (which keys must agree, which argument
+of the faulty call must differ, ...): a case whose dumps do not show the fault the way the spec
+says is a generator bug and fails at generation, never as a wrong diagnosis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+CATEGORIES = ("input_mismatch", "precision_accumulation", "layer_mismatch", "operator_fault", "no_layer_fault")
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """One case: the sides to dump, the expected answer and the generator's own checks."""
+
+    name: str
+    what: str  # what was injected, for the description
+    category: str
+    first_op: str | None
+    pass_: str | None = None  # "forward" / "backward" / None
+    rank: str | None = None  # "rank1"; None for single-rank cases
+    argument: str | None = None  # "input.1", "kwargs.weight", ... when the fault enters through an argument
+    sides: tuple[str, ...] = ("golden", "target")
+    world_size: int = 1
+    # Also acceptable first_op values (precision drift: none, or the first linear).
+    also_accept: tuple[str | None, ...] = ()
+    # --- generator self-checks
+    golden_first_op: str | None = None  # golden's key of the faulty call when names differ (renamed L0)
+    same_keys: bool = True  # golden and target dumps hold exactly the same keys
+    pair_by_order: bool = False  # verify by position of the Module keys (nothing pairs by name)
+    differing_inputs: tuple[str, ...] = ()  # inputs of first_op that must differ (default: argument)
+    absent_prefixes: tuple[str, ...] = ()  # API keys msprobe must NOT have dumped (e.g. Torch.triu.)
+    other_rank_first_diff: str | None = None  # first differing key on the other rank(s)
+    target_inf_at: str | None = None  # the first key whose target output holds Inf
+    clean: bool = False  # no fault: every paired tensor agrees within the precision's noise
+    drift: bool = False  # fault everywhere: every linear output differs a little, growing
+    extra_notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+MLP_GELU = ("MLP 16-32-32-32-8 (linear, gelu, linear, gelu, linear, gelu, linear), batch 4, forward + "
+            "backward (MSE loss vs a fixed random target); the target's SECOND gelu call adds 1.0 to every "
+            "5th element (20 %)")
+
+SPECS: dict[str, CaseSpec] = {s.name: s for s in (
+    CaseSpec("tensor_l1_gelu", f"L1 tensor dump, fp32 both. {MLP_GELU}.", "operator_fault",
+             "Functional.gelu.1.forward", pass_="forward"),
+    CaseSpec("stats_l1_gelu", f"msprobe's DEFAULT config (task statistics, summary_mode statistics, L1): only "
+             f"Max/Min/Mean/Norm per tensor. fp32 both. {MLP_GELU}.", "operator_fault",
+             "Functional.gelu.1.forward", pass_="forward"),
+    CaseSpec("md5_l1_gelu", f"task statistics with summary_mode md5: a CRC32 string per tensor (plus the "
+             f"statistics). fp32 both, so everything before the fault is bit-identical. {MLP_GELU}.",
+             "operator_fault", "Functional.gelu.1.forward", pass_="forward"),
+    CaseSpec("mix_gelu", "level mix (Module.* and API keys), tensor, fp32. BlockNet: blocks.{0,1,2} = "
+             "(fc Linear 16x16, act nn.GELU), head Linear 16->4; forward + backward. The target's gelu in "
+             "blocks.1 (second gelu call) adds 1.0 to every 5th element. The innermost key at fault is the "
+             "API; Module.blocks.1.act.GELU.forward.0 (recorded right AFTER it) and its parents differ too.",
+             "operator_fault", "Functional.gelu.1.forward", pass_="forward"),
+    CaseSpec("weight_transposed", "Single-head attention (q/k/v/o Linear 16x16, additive (1 - tril) * -10000 "
+             "causal mask, softmax), x (2, 6, 16), fp32, L1 tensor, forward only. The target's q_proj weight is "
+             "transposed (a checkpoint-conversion bug); its input x is identical.", "operator_fault",
+             "Functional.linear.0.forward", pass_="forward", argument="input.1"),
+    CaseSpec("rope_base", "Rotary attention: inv_freq = reciprocal(torch.pow(rope_theta, arange(0, 16, 2) / 16)) "
+             "with rope_theta a python float from the config, recorded by msprobe as the scalar input.0 of "
+             "Torch.pow.0.forward; golden 10000.0, target 1000000.0. The tensor exponent is identical.",
+             "operator_fault", "Torch.pow.0.forward", pass_="forward", argument="input.0"),
+    CaseSpec("mask_off_by_one", "Causal attention, mask = torch.triu(ones(6, 6, bool), diagonal=d) consumed by "
+             "scores.masked_fill(mask, -10000.0); golden d=1, target d=2 (one future token leaks). msprobe "
+             "does not dump triu (nor ones) at its default level, so the first dumped call that sees the "
+             "wrong mask is Tensor.masked_fill.0.forward, whose input.1 (the bool mask) differs while "
+             "input.0 (the scores) agrees.", "operator_fault", "Tensor.masked_fill.0.forward",
+             pass_="forward", argument="input.1", absent_prefixes=("Torch.triu.", "Tensor.triu.")),
+    CaseSpec("backward_custom", "MLP fc1 16->32, gelu, fc2 32->32, ScaledTanh (a custom autograd.Function), "
+             "fc3 32->8, MSE loss, forward + backward, fp32, L1 tensor. The target's ScaledTanh.backward "
+             "multiplies the gradient by 1.5 on every other element; its forward is bit-identical. msprobe "
+             "does not dump the Function (its aten body leaves no keys), so in backward order "
+             "Functional.linear.2.backward (fc3, after the Function in forward order) still agrees and the "
+             "first key whose gradient differs is Functional.linear.1.backward (fc2, right BEFORE the "
+             "Function in forward order): its incoming gradient input.0 already differs, as it comes "
+             "straight from the undumped Function, and so do its outputs.", "operator_fault",
+             "Functional.linear.1.backward", pass_="backward", differing_inputs=("input.0",)),
+    CaseSpec("fp16_inf", "ExpNet: fc1 16->32 scaled so its largest output is 12.0, torch.exp, e / e.sum(-1), "
+             "fc2 32->8, forward only, L1 tensor. Golden fp32 stays finite (exp(12) = 162755); the target "
+             "(model and input .half()) overflows in Torch.exp.0.forward (fp16 max 65504), whose input is "
+             "finite; everything after holds Inf/NaN.", "operator_fault", "Torch.exp.0.forward",
+             pass_="forward", target_inf_at="Torch.exp.0.forward"),
+    CaseSpec("two_ranks", "world_size 2 (gloo, file:// store) on both sides, forward only, L1 tensor, fp32: "
+             "Embedding(32, 16) over per-rank token ids, fc1 16->32, gelu, dist.all_reduce(h), fc2 32->8. The "
+             "target's gelu adds 1.0 to every 5th element on rank 1 only. Rank 0's dump agrees up to "
+             "Distributed.all_reduce.0.forward, whose input agrees and output differs (it sums rank 1's "
+             "wrong activation).", "operator_fault", "Functional.gelu.0.forward", pass_="forward",
+             rank="rank1", world_size=2, other_rank_first_diff="Distributed.all_reduce.0.forward"),
+    CaseSpec("bf16_weight_scale", "MLP 16-32-32-32-8, forward only, L1 tensor. Golden fp32, target "
+             "model.bfloat16() with fc2's weight x1.03 (scaled before the cast); no bench. Functional.linear.1 "
+             "sees input.0 within bf16 rounding and input.1 (the weight) 3 % off.", "operator_fault",
+             "Functional.linear.1.forward", pass_="forward", argument="input.1"),
+    CaseSpec("bf16_clean", "MLP 16-32-32-32-32-8, forward + backward, L1 tensor. Golden fp32, target "
+             "model.bfloat16() and bf16 input, no fault, no bench: every difference is bf16 rounding.",
+             "no_layer_fault", None, clean=True),
+    CaseSpec("fp16_clean", "Same as bf16_clean with the target in fp16 (model.half()): only fp16 rounding.",
+             "no_layer_fault", None, clean=True),
+    CaseSpec("fp16_gelu_bench", "MLP 16-32-32-32-8, forward only, L1 tensor. Golden fp32; target fp16 whose "
+             "second gelu call is 6 % too large on every 4th element; bench = the same fp16 model without "
+             "the fault (compare with --bench and without).", "operator_fault", "Functional.gelu.1.forward",
+             pass_="forward", sides=("golden", "target", "bench")),
+    CaseSpec("renamed", "level mix, tensor, fp32, forward only. Golden GoldenNamed: blocks.N.mlp.{fc, act}, "
+             "head; target TargetNamed: layers.N.ffn.{proj, act_fn}, out_proj (same weights, same math), so "
+             "no Module.* key pairs by name while the API keys do. The target's gelu in layers.1.ffn "
+             "(second gelu call) adds 1.0 to every 5th element.", "operator_fault", "Functional.gelu.1.forward",
+             pass_="forward", same_keys=False),
+    CaseSpec("renamed_l0", "Same models and fault as `renamed`, level L0 (modules only): NO key pairs by name "
+             "(golden Module.blocks.1.mlp.act.GELU.forward.0 is target "
+             "Module.layers.1.ffn.act_fn.GELU.forward.0). Module keys are recorded when a module FINISHES, "
+             "children before parents, so the innermost module at fault comes first. first_op is the "
+             "target's key.", "operator_fault", "Module.layers.1.ffn.act_fn.GELU.forward.0", pass_="forward",
+             same_keys=False, pair_by_order=True, golden_first_op="Module.blocks.1.mlp.act.GELU.forward.0"),
+    CaseSpec("fused", "NormNet: fc1 16->32, layer norm, fc2 32->32, gelu, fc3 32->8; forward only, fp32, L1 "
+             "tensor. Golden computes the layer norm decomposed (Tensor.mean, __sub__, pow, mean, __add__, "
+             "Torch.rsqrt, __mul__, __mul__, __add__); the target calls the fused F.layer_norm (same math, "
+             "fp32 rounding apart). The fault is LATER: the target's gelu adds 1.0 to every 5th element. "
+             "The fused region (target-only Functional.layer_norm.0.forward, golden-only Tensor.* keys) "
+             "must not be blamed.", "operator_fault", "Functional.gelu.0.forward", pass_="forward",
+             same_keys=False),
+    CaseSpec("precision_drift", "Residual MLP with 6 linears (fc_in 16->32, 4 layers h + fc(gelu(h)) of "
+             "32x32, fc_out 32->8), forward only, fp32, L1 tensor. Every target linear output is multiplied "
+             "by (1 + 1e-3 * |N(0,1)|) (deterministic, seeded by the call number), so the error grows layer "
+             "by layer along the residual path with no single faulty layer.",
+             "precision_accumulation", None, also_accept=("Functional.linear.0.forward",), drift=True),
+)}
+
+CASE_NAMES: tuple[str, ...] = tuple(SPECS)
