@@ -84,6 +84,11 @@ def gelu_scaled_a_few_percent(out: Tensor, _index: int, *args: Any, **kwargs: An
     return torch.where(every(4, out, 1), out * 1.06, out)
 
 
+def gelu_scaled_3pct(out: Tensor, _index: int, *args: Any, **kwargs: Any) -> Tensor:
+    """Every element of a GELU 3 % too large: a systematic bias that leaves the cosine at 1."""
+    return out * 1.03
+
+
 def linear_noise(out: Tensor, index: int, *args: Any, **kwargs: Any) -> Tensor:
     """Relative error 1e-3 * |N(0,1)| on a linear's output (the call number seeds it).
 
@@ -507,6 +512,17 @@ def _fp16_gelu_bench(side: str) -> Plan:
     return Plan(_forward(model, x))
 
 
+def _bf16_gelu_bias_stats(side: str) -> Plan:
+    model = MLP((16, 32, 32, 32, 8))
+    x = _x((4, 16))
+    if side != "golden":
+        model.to(torch.bfloat16)
+        x = x.to(torch.bfloat16)
+    if side == "target":
+        patch_calls("gelu", {1}, gelu_scaled_3pct)
+    return Plan(_forward(model, x), task="statistics")
+
+
 def _renamed(side: str, level: str) -> Plan:
     model: nn.Module = GoldenNamed() if side == "golden" else TargetNamed()
     if side == "target":
@@ -543,6 +559,7 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "bf16_clean": lambda side, rank: _low_precision_mlp(side, torch.bfloat16, (16, 32, 32, 32, 32, 8), True),
     "fp16_clean": lambda side, rank: _low_precision_mlp(side, torch.float16, (16, 32, 32, 32, 32, 8), True),
     "fp16_gelu_bench": lambda side, rank: _fp16_gelu_bench(side),
+    "bf16_gelu_bias_stats": lambda side, rank: _bf16_gelu_bias_stats(side),
     "renamed": lambda side, rank: _renamed(side, "mix"),
     "renamed_l0": lambda side, rank: _renamed(side, "L0"),
     "fused": lambda side, rank: _fused(side),

@@ -105,6 +105,10 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "second gelu call is 6 % too large on every 4th element; bench = the same fp16 model without "
              "the fault (compare with --bench and without).", "operator_fault", "Functional.gelu.1.forward",
              pass_="forward", sides=("golden", "target", "bench")),
+    CaseSpec("bf16_gelu_bias_stats", "msprobe's default statistics dump, MLP 16-32-32-32-8, forward only. Golden "
+             "fp32, target model.bfloat16(); the target's second gelu call returns every element 3 % too large "
+             "(cosine stays 1, inside the bf16 budget for computed tensors), no bench.", "operator_fault",
+             "Functional.gelu.1.forward", pass_="forward"),
     CaseSpec("renamed", "level mix, tensor, fp32, forward only. Golden GoldenNamed: blocks.N.mlp.{fc, act}, "
              "head; target TargetNamed: layers.N.ffn.{proj, act_fn}, out_proj (same weights, same math), so "
              "no Module.* key pairs by name while the API keys do. The target's gelu in layers.1.ffn "

@@ -33,6 +33,9 @@ TIGHT_ROUNDINGS = 4.0
 #: Statistics average rounding out: an operator's own rounding moves them by a few roundoffs at most.
 STAT_ROUNDINGS = 8.0
 WITHIN_BAR = 0.99
+#: Rounding leaves a tensor's L2 norm nearly unchanged (errors of both signs cancel); a call that moves it by
+#: more than this many roundoffs beyond what its inputs' norms moved is scaling its output: a systematic bias.
+NORM_ROUNDINGS = 3.0
 
 
 def leaf_budget(dtype: str | None) -> float:
@@ -85,6 +88,11 @@ def _flow_excess(t: Tensor, err: float, upstream: float) -> float:
         # is not: an element-level jump, judged against a tighter own-rounding allowance
         tight = budgets.unit_roundoff(dtype) * TIGHT_ROUNDINGS
         excess = max(excess, _ratio(err, AMPLIFICATION * incoming + tight))
+    if excess <= 1.0 and t.m.norm_err is not None and t.node is not None and t.node.inputs:
+        ins = [x.m.norm_err for x in t.node.inputs if x.m.norm_err is not None]
+        if ins:
+            allowed = AMPLIFICATION * max(ins) + NORM_ROUNDINGS * budgets.unit_roundoff(dtype)
+            excess = max(excess, _ratio(t.m.norm_err, allowed))
     return excess
 
 

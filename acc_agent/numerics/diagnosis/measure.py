@@ -42,6 +42,7 @@ class Measured:
     golden_nonfinite: bool
     dtype: str | None
     same_stats_other_bytes: bool = False  # md5 differs, dtype and statistics equal: same values reordered?
+    norm_err: float | None = None  # |dNorm| / Norm from dump.json: a systematic scale shows here even at cosine 1
 
 
 def entry(dump: Dump | None, name: str | None) -> DumpEntry | None:
@@ -156,6 +157,24 @@ def measure_row(row: DumpRow, golden: Dump | None, target: Dump | None, bench: D
         return Measured(None, None, "none", t_bad, g_bad, dtype)
     g_md5 = getattr(g_entry, "md5", None)
     t_md5 = getattr(t_entry, "md5", None)
+    m = _measure(row, golden, g_entry, t_entry, b_entry, bench, dtype, g_stats, t_stats, numel, t_bad, g_bad,
+                 g_md5, t_md5)
+    m.norm_err = _norm_err(g_stats, t_stats)
+    return m
+
+
+def _norm_err(g: dict[str, float | None] | None, t: dict[str, float | None] | None) -> float | None:
+    a = g.get("Norm") if g else None
+    b = t.get("Norm") if t else None
+    if a is None or b is None or not math.isfinite(a) or not math.isfinite(b) or a <= 0:
+        return None
+    return abs(b - a) / a
+
+
+def _measure(row: DumpRow, golden: Dump | None, g_entry: DumpEntry | None, t_entry: DumpEntry | None,
+             b_entry: DumpEntry | None, bench: Dump | None, dtype: str | None,
+             g_stats: dict[str, float | None] | None, t_stats: dict[str, float | None] | None,
+             numel: int | None, t_bad: bool, g_bad: bool, g_md5: str | None, t_md5: str | None) -> Measured:
     has_tensor_metrics = row.euc_dist is not None or row.cosine is not None
     if has_tensor_metrics:
         err = tensor_error(row, _golden_norm(row, g_entry, golden))
