@@ -103,3 +103,49 @@ def test_inf_that_flows_on_is_an_overflow_at_its_first_call(tmp_path: Path,
     assert out["diagnosis"]["category"] == "operator_fault", out["diagnosis"]
     fd = out["first_divergence"]
     assert fd["module"] == CHAIN[1] and fd["enters_through"] == "overflow", fd
+
+
+def _stats_dump(root: Path, leaves: list[dict[str, object]]) -> Path:
+    root.mkdir(parents=True)
+    data = {f"Functional.op.{i}.forward": {"input_args": [], "output": [leaf]} for i, leaf in enumerate(leaves)}
+    (root / "dump.json").write_text(json.dumps({"task": "statistics", "level": "L1", "framework": "pytorch",
+                                                "dump_data_dir": None, "data": data}))
+    return root
+
+
+def test_bulk_statistics_measure_equals_the_per_row_one(tmp_path: Path) -> None:
+    """The diagnosis measures statistics rows in bulk (numpy); every figure equals the per-row reference."""
+    from acc_agent.io.dumps import open_dump
+    from acc_agent.io.pairing import pair_entries
+    from acc_agent.models.compare import DumpRow
+    from acc_agent.numerics.diagnosis.measure import measure_row, measure_rows
+
+    def leaf(mx: object, mn: object, mean: object, norm: object, dtype: str = "torch.float32",
+             md5: str | None = None) -> dict[str, object]:
+        out: dict[str, object] = {"type": "torch.Tensor", "dtype": dtype, "shape": [4, 8], "Max": mx, "Min": mn,
+                                  "Mean": mean, "Norm": norm}
+        if md5:
+            out["md5"] = md5
+        return out
+
+    gold = [leaf(1.0, -1.0, 0.1, 3.0), leaf(2.0, 0.0, 1.0, 6.0), leaf(0.0, 0.0, 0.0, 0.0),
+            leaf(True, False, None, None, "torch.bool", "aa"), leaf(1.0, -1.0, 0.0, 2.0, md5="bb"),
+            leaf(5.0, 1.0, 2.0, 9.0)]
+    targ = [leaf(1.0, -1.0, 0.1, 3.0), leaf(2.1, 0.0, 1.05, 6.3), leaf(0.0, 0.0, 0.0, 1e-3),
+            leaf(True, False, None, None, "torch.bool", "ab"), leaf(1.0, -1.0, 0.0, 2.0, md5="bc"),
+            leaf("Infinity", 1.0, 2.0, "Infinity")]
+    g = open_dump(_stats_dump(tmp_path / "g", gold))
+    t = open_dump(_stats_dump(tmp_path / "t", targ))
+    assert not isinstance(g, type(None)) and hasattr(g, "by_name") and hasattr(t, "by_name")
+    rows = [DumpRow(name=p.target_name, golden_name=p.golden_name, golden_shape=[4, 8], target_shape=[4, 8],
+                    status="skipped") for p in pair_entries(g, t).pairs]  # type: ignore[arg-type]
+    bulk = measure_rows(rows, g, t, None, None)  # type: ignore[arg-type]
+    one = [measure_row(r, g, t, None, None) for r in rows]  # type: ignore[arg-type]
+    assert len(bulk) == len(one) == len(rows) == 6
+    for b, o, r in zip(bulk, one, rows, strict=True):
+        assert (b.err, b.measure, b.target_nonfinite, b.same_stats_other_bytes) == \
+            (pytest.approx(o.err) if o.err is not None else None, o.measure, o.target_nonfinite,
+             o.same_stats_other_bytes), r.name
+    assert bulk[0].err == 0.0 and bulk[1].err == pytest.approx(0.05)
+    assert bulk[3].err == float("inf")  # a bool mask whose bytes differ
+    assert bulk[5].target_nonfinite and bulk[5].err == float("inf")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acc_agent.numerics import budgets
-from acc_agent.numerics.diagnosis.measure import STAT_KEYS, Measured, entry, measure_row
+from acc_agent.numerics.diagnosis.measure import STAT_KEYS, Measured, entry, measure_rows
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump, DumpEntry
@@ -78,7 +78,7 @@ def api_name(key: str) -> str:
     return parts[1] if len(parts) > 1 else key
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Tensor:
     """One compared row as a graph element, with its error and (after judging) its verdict."""
 
@@ -95,6 +95,7 @@ class Tensor:
     leaf: str | None = None  # data | parameter | mask | other (inputs without producer)
     excess: float = math.nan  # > 1 beyond precision; nan not judged
     gross: bool = False
+    direction: str = "forward"  # forward | backward (backward and parameters_grad calls)
 
     @property
     def err(self) -> float | None:
@@ -112,12 +113,8 @@ class Tensor:
     def is_input(self) -> bool:
         return self.role in ("input", "parameters")
 
-    @property
-    def direction(self) -> str:
-        return "backward" if (".backward" in self.key or "parameters_grad" in self.key) else "forward"
 
-
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Node:
     key: str
     pos: int
@@ -182,13 +179,19 @@ def build(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: 
           precision: str | None) -> Graph:
     tensors: list[Tensor] = []
     nodes: dict[str, Node] = {}
+    measured = measure_rows(rows, golden, target, bench, precision)
+    node_direction: dict[str, str] = {}
     for pos, row in enumerate(rows):
         key, role = _key_role(row, target)
         arg = row.name[len(key) + 1:] if row.name.startswith(key + ".") else row.name
-        t = Tensor(row, pos, row.name, key, role, arg, measure_row(row, golden, target, bench, precision))
         node = nodes.get(key)
         if node is None:
             node = nodes[key] = Node(key, pos)
+            direction = _direction(key)
+        else:
+            direction = node_direction[key]
+        node_direction[key] = direction
+        t = Tensor(row, pos, row.name, key, role, arg, measured[pos], direction=direction)
         t.node = node
         (node.inputs if t.is_input else node.outputs).append(t)
         tensors.append(t)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from acc_agent.numerics import budgets
 
@@ -218,3 +218,118 @@ def _shapes_differ(row: DumpRow) -> bool:
 
 def finite_or_none(v: float | None) -> float | None:
     return v if _finite(v) else None
+
+
+def _has_tensor_metrics(row: DumpRow) -> bool:
+    return row.euc_dist is not None or row.cosine is not None
+
+
+def measure_rows(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: Dump | None,
+                 precision: str | None) -> list[Measured]:
+    """:func:`measure_row` for every row, with the statistics-only rows computed in bulk.
+
+    msprobe's default dumps give ~300k statistics rows; one Python pass gathers their numbers and
+    numpy computes the errors, so the diagnosis stays a small part of the comparison.
+    """
+    import numpy as np
+
+    out: list[Measured | None] = [None] * len(rows)
+    idx: list[int] = []
+    cols: list[list[float]] = [[] for _ in range(13)]
+    nan = math.nan
+    g_by = golden.by_name if golden is not None else {}
+    t_by = target.by_name if target is not None else {}
+    b_by = bench.by_name if bench is not None else None
+    dtypes: dict[tuple[str | None, str | None], str | None] = {}
+    row_dtypes: list[str | None] = []
+    md5: list[tuple[str | None, str | None, bool]] = []
+    for i, row in enumerate(rows):
+        g_name = row.golden_name or row.name
+        g_e = g_by.get(g_name)
+        t_e = t_by.get(row.name)
+        if (row.status == "unmatched" or _has_tensor_metrics(row) or g_e is None or t_e is None
+                or row.status == "error" or _shapes_differ(row)):
+            out[i] = measure_row(row, golden, target, bench, precision)
+            continue
+        gs, ts = g_e.stats, t_e.stats
+        idx.append(i)
+        for c, k in enumerate(STAT_KEYS):
+            v = gs.get(k)
+            cols[c].append(nan if v is None else v)
+            v = ts.get(k)
+            cols[4 + c].append(nan if v is None else v)
+        bs = None
+        if b_by is not None:
+            b_e = b_by.get(g_name) or b_by.get(row.name)
+            bs = b_e.stats if b_e is not None else None
+        for c, k in enumerate(STAT_KEYS):
+            v = bs.get(k) if bs else None
+            cols[8 + c].append(nan if v is None else v)
+        shape = g_e.shape or row.golden_shape
+        n = 1
+        for s in shape or ():
+            n *= int(s)
+        cols[12].append(float(n) if shape is not None else nan)
+        key = (t_e.dtype, row.target_dtype)
+        if key not in dtypes:
+            dtypes[key] = row_dtype(row, t_e, precision)
+        row_dtypes.append(dtypes[key])
+        md5.append((getattr(g_e, "md5", None), getattr(t_e, "md5", None), g_e.dtype == t_e.dtype))
+    if idx:
+        a = np.array(cols, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            err = _bulk_stat_error(a[0:4], a[4:8], a[12])
+            bench_err = _bulk_stat_error(a[0:4], a[8:12], a[12]) if b_by is not None else None
+            g_fin = np.isfinite(a[0:4]) | np.isnan(a[0:4])
+            t_fin = np.isfinite(a[4:8]) | np.isnan(a[4:8])
+            g_bad: Any = ~g_fin.all(axis=0)
+            t_bad: Any = ~t_fin.all(axis=0)
+            norm_ok = np.isfinite(a[3]) & np.isfinite(a[7]) & (a[3] > 0)
+            norm_err = np.where(norm_ok, np.abs(a[7] - a[3]) / np.where(norm_ok, a[3], 1.0), np.nan)
+        for j, i in enumerate(idx):
+            e = float(err[j])
+            dtype = row_dtypes[j]
+            g_md5, t_md5, same_dtype = md5[j]
+            kind = "statistics"
+            reordered = False
+            value: float | None = None if math.isnan(e) else e
+            if g_md5 is not None and t_md5 is not None:
+                kind = "md5"
+                if g_md5 == t_md5:
+                    value = 0.0
+                elif same_dtype and not budgets.is_float(dtype) and (value is None or value == 0.0):
+                    value, reordered = math.inf, True
+                elif value == 0.0:
+                    value = 0.5 * budgets.unit_roundoff(dtype)
+                    reordered = same_dtype
+            if value is None:
+                kind = "none"
+            b = None if bench_err is None or math.isnan(float(bench_err[j])) else float(bench_err[j])
+            ne = float(norm_err[j])
+            out[i] = Measured(value, b, kind, bool(t_bad[j]), bool(g_bad[j]), dtype, reordered,
+                              None if math.isnan(ne) else ne)
+    return [m for m in out if m is not None]
+
+
+def _bulk_stat_error(g: Any, o: Any, numel: Any) -> Any:
+    """:func:`stat_error` on columns (rows of Max, Min, Mean, Norm); NaN where it is undefined."""
+    import numpy as np
+
+    gmax, gmin, gmean, gnorm = g
+    omax, omin, omean, onorm = o
+    defined = ~np.isnan(gmax) & ~np.isnan(gmin) & ~np.isnan(omax) & ~np.isnan(omin)
+    g_finite = np.isfinite(np.nan_to_num(g, nan=0.0)).all(axis=0)
+    o_finite = np.isfinite(np.nan_to_num(o, nan=0.0)).all(axis=0)
+    rms = np.where(np.isnan(gnorm) | ~(numel > 0), 0.0, gnorm / np.sqrt(np.where(numel > 0, numel, 1.0)))
+    scale = np.maximum(np.maximum(np.abs(gmax), np.abs(gmin)), np.nan_to_num(rms))
+    mean_d = np.where(np.isnan(gmean) | np.isnan(omean), 0.0, np.abs(omean - gmean))
+    diffs = np.maximum(np.maximum(np.abs(omax - gmax), np.abs(omin - gmin)), mean_d)
+    has_norm = ~np.isnan(gnorm) & ~np.isnan(onorm)
+    norm_diff = np.where(has_norm, np.abs(onorm - gnorm), 0.0)
+    norm_err = np.where(has_norm & (gnorm > 0), norm_diff / np.where(gnorm > 0, gnorm, 1.0),
+                        np.where(norm_diff == 0, 0.0, np.inf))
+    rel = np.where(scale > 0, diffs / np.where(scale > 0, scale, 1.0),
+                   np.where((diffs == 0) & (norm_diff == 0), 0.0, np.inf))
+    err = np.maximum(np.where(scale > 0, norm_err, 0.0), rel)
+    err = np.where(o_finite, err, np.inf)
+    return np.where(defined & g_finite, err, np.nan)
