@@ -2,7 +2,8 @@
 
 Tool commands are generated from each tool's input model, so the CLI never drifts from the
 registry. Contract (design.md): ``--json`` prints exactly the output model; exit 0 ok, 1 the
-verdict is a failure, 2 bad input/usage with ``{"error": ...}`` on stdout under ``--json``.
+verdict is a failure, 2 bad input/usage with ``{"error": ...}`` on stdout under ``--json``, 3 the
+verdict is inconclusive (nothing could be compared).
 """
 
 from __future__ import annotations
@@ -140,7 +141,9 @@ def run_tool_command(spec: ToolSpec, arguments: dict[str, Any], as_json: bool) -
         sys.stdout.write(spec.text_renderer(result).rstrip("\n") + "\n")
     else:
         sys.stdout.write(f"[{result.verdict}] {result.summary}\n")
-    return 1 if result.is_failure() else 0
+    if result.is_failure():
+        return 1
+    return 3 if result.is_inconclusive() else 0
 
 
 def _first_sentence(text: str) -> str:

@@ -323,8 +323,8 @@ def test_proc_folders_of_several_steps_pair_by_step(tmp_path: Path, capsys: pyte
     assert not out["unmatched_golden"] and not out["unmatched_target"]
 
 
-def test_statistics_only_dump_rows_are_skipped_with_reason(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_statistics_only_dump_rows_are_compared_on_statistics(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
     leaf = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2], "Max": 1.0, "Min": 0.0, "Mean": 0.5,
             "Norm": 1.0}
     for side in ("g", "t"):
@@ -334,4 +334,5 @@ def test_statistics_only_dump_rows_are_skipped_with_reason(tmp_path: Path,
     _, out = run_cli(["compare-dumps", str(tmp_path / "g"), str(tmp_path / "t"), "--json"], capsys)
     names = sorted(r["name"] for r in out["rows"])
     assert names == ["Functional.relu.0.forward.input.0", "Functional.relu.0.forward.output.0"]
-    assert all(r["status"] == "skipped" and "task 'tensor'" in r["message"] for r in out["rows"])
+    assert all(r["compare_mode"] == "statistics" and r["status"] == "pass" for r in out["rows"]), out["rows"]
+    assert out["verdict"] == "pass" and out["diagnosis"]["compared_by"] == "statistics"

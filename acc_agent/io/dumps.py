@@ -15,10 +15,13 @@ Accepted:
 
 from __future__ import annotations
 
+import gc
 import json
+import operator
 import os
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,9 +36,15 @@ _RANK_DIR = re.compile(r"^(rank|proc)\d*$")
 _STEP_DIR = re.compile(r"^step\d+$")
 
 
-@dataclass
+@dataclass(slots=True)
 class DumpEntry:
-    """One tensor of a dump, as its dump.json (or file) describes it."""
+    """One tensor of a dump, as its dump.json (or file) describes it.
+
+    ``stats`` keeps msprobe's Max/Min/Mean/Norm as dump.json wrote them (float, int, or bool for
+    bool tensors; None for an empty tensor): msprobe's statistics compare tells ``6`` from ``6.0``
+    and ``true`` from ``1``, so converting here would lose what its CSV prints. Slots, because a
+    statistics dump holds ~300k of these per side.
+    """
 
     name: str
     data_name: str | None
@@ -47,11 +56,27 @@ class DumpEntry:
     requires_grad: bool | None = None
     index: int = 0
     container_key: str | None = None
+    md5: str | None = None
 
     @property
     def has_data(self) -> bool:
         """Whether a tensor file stands behind the entry (statistics-only dumps have none)."""
         return self.data_name is not None or self.container_key is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarArg:
+    """A non-tensor argument or output (int, float, bool, str, None, slice, torch.dtype, ...).
+
+    ``name`` is msprobe's row name (``Functional.gelu.0.forward.input.approximate``); ``type`` is
+    dump.json's ``type`` ("int", "str", "slice", ...; "None" for a null leaf). msprobe compares these
+    too: a differing scalar argument is one of its error rules, and their NormRelativeErr counts
+    among an API's inputs in its warning rule.
+    """
+
+    name: str
+    value: object
+    type: str
 
 
 def normalize_dtype(raw: Any) -> str | None:
@@ -72,12 +97,14 @@ class Dump:
     """One rank's dump: entries in execution order and a safe per-tensor loader."""
 
     def __init__(self, source: Path, kind: str, entries: list[DumpEntry], data_dir: Path | None,
-                 meta: dict[str, Any] | None = None) -> None:
+                 meta: dict[str, Any] | None = None, scalars: dict[str, list[ScalarArg]] | None = None) -> None:
         self.source = source
         self.kind = kind
         self.entries = entries
         self.data_dir = data_dir
         self.meta = meta or {}
+        #: Non-tensor arguments per API/module key (msprobe dump.json only), in dump order.
+        self.scalars: dict[str, list[ScalarArg]] = scalars or {}
         self.by_name: dict[str, DumpEntry] = {}
         for e in entries:
             self.by_name.setdefault(e.name, e)
@@ -159,25 +186,13 @@ class DumpSet:
 
 # --------------------------------------------------------------------------- msprobe dump.json
 
-
-def _leaf_is_tensor(leaf: dict[str, Any]) -> bool:
-    return "data_name" in leaf or str(leaf.get("type", "")) in _TENSOR_TYPES
-
-
-def _walk(value: Any, prefix: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Tensor leaves of an input/output structure with msprobe's positional suffixes."""
-    if isinstance(value, dict):
-        if _leaf_is_tensor(value):
-            yield prefix, value
-            return
-        if "type" in value and "value" in value:
-            return  # non-tensor argument (int, str, ...)
-        for k, v in value.items():
-            yield from _walk(v, f"{prefix}.{k}")
-    elif isinstance(value, list | tuple):
-        for i, v in enumerate(value):
-            yield from _walk(v, f"{prefix}.{i}")
-
+_TENSOR_TYPE_SET = frozenset(_TENSOR_TYPES)
+_STAT_KEYS = ("Max", "Min", "Mean", "Norm")
+#: What json.loads gives for a number (or a bool tensor's Max/Min); kept as it is (see DumpEntry).
+_STAT_TYPES = frozenset({float, int, bool, type(None)})
+_GET_STATS = operator.itemgetter(*_STAT_KEYS)
+_P2P = "torch.distributed.P2POp"
+_NONFINITE_TEXT = frozenset({"NaN", "Infinity", "-Infinity"})
 
 _ROLE_OF = {
     "input_args": ("input", "input"),
@@ -188,67 +203,21 @@ _ROLE_OF = {
 }
 
 
-def _parse_msprobe(dump_json: Path) -> Dump:
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while hundreds of thousands of small objects are built.
+
+    A 90 MB statistics dump.json becomes ~3M containers; with the collector on, its generation
+    scans re-traverse everything built so far and almost double the parse time. Nothing built here
+    forms reference cycles, so reference counting still frees all of it.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        raw = dump_json.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise AccAgentError("missing_file", f"{dump_json} does not exist",
-                            hint="Pass the dump.json, its rank directory, or the dump root.",
-                            path=str(dump_json)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AccAgentError("invalid_dump_json", f"cannot read {dump_json.name}: {exc}",
-                            hint="Re-copy the dump; dump.json must be UTF-8 JSON.", path=str(dump_json)) from None
-    try:
-        doc = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise AccAgentError(
-            "invalid_dump_json",
-            f"{dump_json.name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
-            hint="The dump was probably cut off while writing; re-run the msprobe dump or restore the file.",
-            path=str(dump_json),
-        ) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
-        raise AccAgentError(
-            "invalid_dump_json",
-            f"{dump_json.name} has no 'data' object: not an msprobe dump.json",
-            hint="Point at the dump.json written by msprobe's PrecisionDebugger.",
-            path=str(dump_json),
-        )
-    data_dir = dump_json.parent / "dump_tensor_data"
-    entries: list[DumpEntry] = []
-    for key, body in doc["data"].items():
-        if not isinstance(body, dict):
-            continue
-        grad = ".parameters_grad" in key
-        for part, value in body.items():
-            if part not in _ROLE_OF and not grad:
-                continue
-            word, role = _ROLE_OF.get(part, ("", "parameter_grad"))
-            prefix = f"{key}.{word}" if word else key
-            for name, leaf in _walk(value, prefix):
-                data_name = leaf.get("data_name")
-                if isinstance(data_name, str) and data_name not in ("", "-1"):
-                    # msprobe names a row by its file name; a name with a path in it is kept as the
-                    # data_name (and refused on load) but the row keeps its structural name.
-                    plain = not any(c in data_name for c in "/\\") and not data_name.startswith("..")
-                    row_name = data_name.rsplit(".", 1)[0] if plain and "." in data_name else name
-                else:
-                    data_name = None
-                    row_name = name
-                shape = leaf.get("shape")
-                entries.append(DumpEntry(
-                    name=row_name,
-                    data_name=data_name,
-                    module_key=key,
-                    role=role if not grad else "parameter_grad",
-                    dtype=normalize_dtype(leaf.get("dtype")),
-                    shape=[int(s) for s in shape] if isinstance(shape, list) else None,
-                    stats={k: _num(leaf.get(k)) for k in ("Max", "Min", "Mean", "Norm") if k in leaf},
-                    requires_grad=leaf.get("requires_grad") if isinstance(leaf.get("requires_grad"), bool) else None,
-                    index=len(entries),
-                ))
-    meta = {k: doc.get(k) for k in ("task", "level", "framework")}
-    return Dump(dump_json, "msprobe", entries, data_dir if data_dir.is_dir() else data_dir, meta)
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _num(v: Any) -> float | None:
@@ -256,6 +225,214 @@ def _num(v: Any) -> float | None:
         return float(v) if v is not None else None
     except (TypeError, ValueError):
         return None
+
+
+class _Walker:
+    """Turns dump.json's ``data`` into entries and scalar arguments, named like msprobe's rows.
+
+    One pass with the common case (a list of tensor leaves) handled inline: this runs over ~300k
+    leaves per side of a default (statistics) L1 dump, where every call per leaf shows. dtype
+    strings and shape lists are shared between entries that have the same ones.
+    """
+
+    __slots__ = ("entries", "scalars", "_dtypes", "_shapes", "_quoted", "_like")
+
+    def __init__(self, nonfinite_quoted: bool = False, like: Dump | None = None) -> None:
+        self._quoted = nonfinite_quoted
+        # the other run's entries by name: an equal name (and API key) reuses its string objects
+        self._like: dict[str, DumpEntry] = like.by_name if like is not None else {}
+        self.entries: list[DumpEntry] = []
+        self.scalars: dict[str, list[ScalarArg]] = {}
+        self._dtypes: dict[str, str | None] = {}
+        self._shapes: dict[tuple[Any, ...], list[int]] = {}
+
+    def api(self, key: str, body: dict[str, Any]) -> None:
+        """One API/module entry of dump.json."""
+        grad = ".parameters_grad" in key
+        found: list[ScalarArg] = []
+        for part, value in body.items():
+            if grad:
+                # msprobe names a parameter gradient ``{key}.{param}`` and numbers no list inside it.
+                self._value(value, f"{key}.{part}", key, "parameter_grad", False, found)
+                continue
+            roles = _ROLE_OF.get(part)
+            if roles is None:
+                continue
+            prefix = f"{key}.{roles[0]}"
+            if type(value) is list:
+                tensor = self._tensor
+                for i, item in enumerate(value):
+                    if type(item) is dict and item.get("type") in _TENSOR_TYPE_SET and "class_type" not in item:
+                        tensor(item, f"{prefix}.{i}", key, roles[1])
+                    else:
+                        self._value(item, f"{prefix}.{i}", key, roles[1], True, found)
+            else:
+                self._value(value, prefix, key, roles[1], True, found)
+        if found:
+            self.scalars[key] = found
+
+    def _value(self, value: Any, prefix: str, key: str, role: str, numbered: bool, found: list[ScalarArg]) -> None:
+        kind = type(value)
+        if kind is list or kind is tuple:
+            for i, item in enumerate(value):
+                self._value(item, f"{prefix}.{i}" if numbered else prefix, key, role, numbered, found)
+        elif kind is dict:
+            self._dict(value, prefix, key, role, numbered, found)
+        elif value is None:
+            found.append(ScalarArg(prefix, None, "None"))  # msprobe keeps a null argument as a row
+        # a bare number or string outside a {"type": ..., "value": ...} leaf is not a row in msprobe
+
+    def _dict(self, d: dict[str, Any], name: str, key: str, role: str, numbered: bool,
+              found: list[ScalarArg]) -> None:
+        kind = d.get("type")
+        if d.get("class_type") == _P2P:  # a P2POp wraps its tensor
+            inner = d.get("tensor")
+            if type(inner) is dict:
+                self._tensor(inner, name, key, role)
+            else:
+                found.append(ScalarArg(name, None, "None"))
+            return
+        if type(kind) is str:
+            if "data_name" in d or kind in _TENSOR_TYPE_SET or ("value" not in d and "shape" in d and "dtype" in d):
+                self._tensor(d, name, key, role)
+            else:
+                value = d["value"] if "value" in d else d.get("group_ranks")
+                if self._quoted and type(value) is str and value in _NONFINITE_TEXT:
+                    value = float(value)
+                found.append(ScalarArg(name, value, kind))
+            return
+        for k, v in d.items():
+            self._value(v, f"{name}.{k}", key, role, numbered, found)
+
+    def _tensor(self, leaf: dict[str, Any], name: str, key: str, role: str) -> None:
+        data_name = leaf.get("data_name")
+        if data_name is not None:
+            data_name, name = _data_name(data_name, name)
+        try:
+            mx, mn, mean, norm = _GET_STATS(leaf)
+        except KeyError:
+            stats = {k: _stat(leaf[k]) for k in _STAT_KEYS if k in leaf}
+        else:
+            if type(mx) is float and type(mn) is float and type(mean) is float and type(norm) is float:
+                stats = {"Max": mx, "Min": mn, "Mean": mean, "Norm": norm}
+            else:
+                stats = {"Max": _stat(mx), "Min": _stat(mn), "Mean": _stat(mean), "Norm": _stat(norm)}
+        raw_dtype = leaf.get("dtype")
+        if type(raw_dtype) is str:
+            dtype = self._dtypes.get(raw_dtype, "")
+            if dtype == "":
+                dtype = self._dtypes[raw_dtype] = normalize_dtype(raw_dtype)
+        else:
+            dtype = normalize_dtype(raw_dtype)
+        shape = leaf.get("shape")
+        if type(shape) is list:
+            try:  # noqa: SIM105 - contextlib.suppress costs a context manager per leaf
+                shape = self._shapes.setdefault(tuple(shape), shape)
+            except TypeError:  # a nested or odd shape: keep it as written
+                pass
+        else:
+            shape = None
+        grad = leaf.get("requires_grad")
+        md5 = leaf.get("md5")
+        twin = self._like.get(name)
+        if twin is not None:
+            name = twin.name  # one string for both runs' rows: ~30 MB less on a 300k-tensor pair
+            if twin.module_key == key:
+                key = twin.module_key
+        entries = self.entries
+        entries.append(DumpEntry(name, data_name, key, role, dtype, shape, stats,
+                                 grad if type(grad) is bool else None, len(entries), None,
+                                 md5 if type(md5) is str else None))
+
+
+def _data_name(data_name: Any, name: str) -> tuple[str | None, str]:
+    """(data_name, row name): msprobe names a row by its file name without the extension.
+
+    A name with a path in it is kept as the data_name (and refused on load) but the row keeps its
+    structural name; "" and "-1" mean no file."""
+    if type(data_name) is not str or data_name in ("", "-1"):
+        return None, name
+    plain = not any(c in data_name for c in "/\\") and not data_name.startswith("..")
+    return data_name, data_name.rsplit(".", 1)[0] if plain and "." in data_name else name
+
+
+def _stat(v: Any) -> float | None:
+    return v if type(v) in _STAT_TYPES else _num(v)
+
+
+def _parse_msprobe(dump_json: Path, like: Dump | None = None) -> Dump:
+    try:
+        raw = dump_json.read_bytes()
+    except FileNotFoundError:
+        raise AccAgentError("missing_file", f"{dump_json} does not exist",
+                            hint="Pass the dump.json, its rank directory, or the dump root.",
+                            path=str(dump_json)) from None
+    except OSError as exc:
+        raise AccAgentError("invalid_dump_json", f"cannot read {dump_json.name}: {exc}",
+                            hint="Re-copy the dump; dump.json must be UTF-8 JSON.", path=str(dump_json)) from None
+    with gc_paused():
+        doc, quoted = _load_json(raw, dump_json)
+        del raw
+        walker = _Walker(quoted, like)
+        data = doc["data"]
+        for key in list(data):
+            # each call's JSON is freed as soon as it is walked, so the entries built next reuse
+            # its memory: with the whole document freed at the end, the entries sat scattered over
+            # all its memory and kept ~2x their size resident
+            body = data.pop(key)
+            if isinstance(body, dict):
+                walker.api(key, body)
+    data_dir = dump_json.parent / "dump_tensor_data"
+    meta = {k: doc.get(k) for k in ("task", "level", "framework")}
+    return Dump(dump_json, "msprobe", walker.entries, data_dir, meta, walker.scalars)
+
+
+_NONFINITE = re.compile(rb"-?Infinity|NaN")
+
+
+def _fast_loads(raw: bytes) -> Any:
+    """orjson's parse when it is installed (about 2x faster than json on a 90 MB dump.json), else None.
+
+    msprobe writes NaN/Infinity as bare tokens, which orjson refuses; they are quoted first and the
+    walker reads the strings back as floats. A token inside a string breaks the quoted text's JSON,
+    so such a file (and any other orjson refusal) falls back to json, which then decides."""
+    try:
+        import orjson
+    except ImportError:
+        return None
+    if b"NaN" in raw or b"Infinity" in raw:
+        raw = _NONFINITE.sub(rb'"\g<0>"', raw)
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _load_json(raw: bytes, dump_json: Path) -> tuple[dict[str, Any], bool]:
+    """The parsed document, and whether NaN/Infinity in it were read as strings (see _fast_loads)."""
+    doc = _fast_loads(raw)
+    quoted = doc is not None and (b"NaN" in raw or b"Infinity" in raw)
+    if doc is None:
+        try:
+            doc = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise AccAgentError("invalid_dump_json", f"cannot read {dump_json.name}: {exc}",
+                                hint="Re-copy the dump; dump.json must be UTF-8 JSON.", path=str(dump_json)) from None
+        except json.JSONDecodeError as exc:
+            raise AccAgentError(
+                "invalid_dump_json",
+                f"{dump_json.name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
+                hint="The dump was probably cut off while writing; re-run the msprobe dump or restore the file.",
+                path=str(dump_json),
+            ) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
+        raise AccAgentError(
+            "invalid_dump_json",
+            f"{dump_json.name} has no 'data' object: not an msprobe dump.json",
+            hint="Point at the dump.json written by msprobe's PrecisionDebugger.",
+            path=str(dump_json),
+        )
+    return doc, quoted
 
 
 # --------------------------------------------------------------------------- plain containers
@@ -330,14 +507,25 @@ def _rank_dirs(root: Path) -> dict[str, Path]:
     return found
 
 
-def open_dump_set(path: str | Path) -> DumpSet:
-    """Like :func:`open_dump`, always as a set (a single dump becomes one rank keyed ``""``)."""
+def open_dump_set(path: str | Path, like: DumpSet | None = None) -> DumpSet:
+    """Like :func:`open_dump`, always as a set (a single dump becomes one rank keyed ``""``).
+
+    ``like``: the other run's dumps, already open; equal row names then share one string (memory
+    only: nothing else changes)."""
     p = Path(path)
     if p.is_dir() and not (p / "dump.json").is_file():
         ranks = _rank_dirs(p)
         if ranks:
-            return DumpSet(p, {k: _parse_msprobe(d / "dump.json") for k, d in ranks.items()})
-    return DumpSet(p, {"": _open_single(p)})
+            return DumpSet(p, {k: _parse_msprobe(d / "dump.json", _like(like, k)) for k, d in ranks.items()})
+    return DumpSet(p, {"": _open_single(p, _like(like, ""))})
+
+
+def _like(like: DumpSet | None, key: str) -> Dump | None:
+    if like is None:
+        return None
+    if key in like.ranks:
+        return like.ranks[key]
+    return next(iter(like.ranks.values())) if len(like.ranks) == 1 else None
 
 
 def open_dump(path: str | Path) -> Dump | DumpSet:
@@ -348,7 +536,7 @@ def open_dump(path: str | Path) -> Dump | DumpSet:
     return ds
 
 
-def _open_single(p: Path) -> Dump:
+def _open_single(p: Path, like: Dump | None = None) -> Dump:
     if not p.exists():
         raise AccAgentError("missing_file", f"{p} does not exist",
                             hint="Pass an msprobe dump.json, its rank directory, a step*/rank* dump root, "
@@ -356,7 +544,7 @@ def _open_single(p: Path) -> Dump:
     if p.is_file():
         suffix = p.suffix.lower()
         if suffix == ".json":
-            return _parse_msprobe(p)
+            return _parse_msprobe(p, like)
         if suffix == ".npz":
             return _npz(p)
         if suffix == ".safetensors":
@@ -365,7 +553,7 @@ def _open_single(p: Path) -> Dump:
                             hint="For one tensor file per side use compare-tensors; compare-dumps takes a "
                                  "dump.json, a dump directory, or an .npz/.safetensors file.", path=str(p))
     if (p / "dump.json").is_file():
-        return _parse_msprobe(p / "dump.json")
+        return _parse_msprobe(p / "dump.json", like)
     dump = _tensor_dir(p)
     if not dump.entries:
         raise AccAgentError("empty_dump", f"{p} holds no dump.json and no tensor files",

@@ -54,11 +54,14 @@ class Evidence(Model):
 class ToolOutput(Model):
     """Base of every tool output.
 
-    ``failing_verdicts`` lists the verdicts that make the CLI exit with code 1; subclasses narrow
+    ``failing_verdicts`` lists the verdicts that make the CLI exit with code 1;
+    ``inconclusive_verdicts`` those that exit with code 3 (nothing could be judged, so neither "pass"
+    nor "fail" would be honest, and a script must not read it as either). Subclasses narrow
     ``verdict`` to their documented set.
     """
 
     failing_verdicts: ClassVar[frozenset[str]] = frozenset({"fail"})
+    inconclusive_verdicts: ClassVar[frozenset[str]] = frozenset()
 
     verdict: str = Field(description="Short machine-readable outcome from the tool's documented set.")
     summary: str = Field(description="One line a human can read.")
@@ -66,3 +69,6 @@ class ToolOutput(Model):
 
     def is_failure(self) -> bool:
         return self.verdict in self.failing_verdicts
+
+    def is_inconclusive(self) -> bool:
+        return self.verdict in self.inconclusive_verdicts

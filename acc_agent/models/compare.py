@@ -6,14 +6,16 @@ The diagnosis part (first divergence, category, next actions) lives in ``models/
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from acc_agent.models.common import Model, ToolOutput
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence
 
 RowStatus = Literal["pass", "warning", "error", "unmatched", "skipped"]
+#: How a row was compared: real tensor data, msprobe's Max/Min/Mean/Norm statistics, or CRC32 digests.
+CompareMode = Literal["tensor", "statistics", "md5"]
 
 
 class TensorMetrics(Model):
@@ -61,12 +63,114 @@ class DumpRow(TensorMetrics):
     pair_method: str | None = Field(default=None, description="How golden and target were matched: exact, mapping, ...")
     rank: str | None = Field(default=None, description="Rank key (e.g. step0/rank1) for multi-rank dumps.")
     bench: TensorMetrics | None = Field(default=None, description="Bench run's metrics against golden, with --bench.")
+    compare_mode: CompareMode = Field(default="tensor", description="tensor: real data; statistics: msprobe's "
+                                      "Max/Min/Mean/Norm only; md5: CRC32 digests (plus statistics when dumped).")
+    golden_stats: dict[str, float | None] | None = Field(default=None, description="Golden Max/Min/Mean/Norm from "
+                                                         "dump.json, when it carries them.")
+    target_stats: dict[str, float | None] | None = Field(default=None, description="Target Max/Min/Mean/Norm.")
+    max_diff: float | None = Field(default=None, description="Target Max - golden Max (msprobe's 'Max diff').")
+    min_diff: float | None = None
+    mean_diff: float | None = None
+    norm_diff: float | None = Field(default=None, description="Target Norm - golden Norm (msprobe's 'L2norm diff').")
+    max_rel_diff: float | None = Field(default=None, description="|max_diff| / |golden Max| as a fraction (msprobe "
+                                                                 "prints it in %); None where golden is 0.")
+    min_rel_diff: float | None = None
+    mean_rel_diff: float | None = None
+    norm_rel_diff: float | None = Field(default=None, description="|norm_diff| / |golden Norm|: msprobe's "
+                                                                  "NormRelativeErr, which its Result rules judge.")
+    golden_md5: str | None = Field(default=None, description="Golden CRC32 (msprobe summary_mode md5).")
+    target_md5: str | None = None
+    md5_equal: bool | None = Field(default=None, description="Whether both CRC32 digests agree (bit-identical data).")
+    golden_requires_grad: bool | None = None
+    target_requires_grad: bool | None = None
+
+    # Statistics rows are built sparse: a default msprobe dump gives ~300k of them, and a full
+    # ``__dict__`` of 49 fields is 1.6 KB a row (over half of a 1 GB budget) where ~21 keys fit in
+    # 0.4 KB. A field missing from ``__dict__`` reads as its default (pydantic-core's serializer
+    # skips missing keys; the serializer below fills them back in for the output).
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            derived = _DERIVED.get(name)
+            if derived is not None:
+                return self._derived(*derived)
+            try:
+                return _ROW_DEFAULTS[name]
+            except KeyError:
+                pass
+            factory = _ROW_FACTORIES.get(name)
+            if factory is None:
+                return super().__getattr__(name)
+            value = factory()  # stored, so that changing it (row.na_reasons[k] = ...) sticks
+            self.__dict__[name] = value
+            return value
+
+    def _derived(self, stat: str, relative: bool) -> float | None:
+        """A difference a statistics row left out of ``__dict__``: the engine leaves them out only
+        where both values are finite floats and golden is not 0 unless they are equal, so msprobe's
+        plain arithmetic applies (target - golden; |diff / golden * 100| / 100)."""
+        d = self.__dict__
+        ts, gs = d.get("target_stats"), d.get("golden_stats")
+        if d.get("compare_mode", "tensor") == "tensor" or not ts or not gs:
+            return None
+        t, g = ts.get(stat), gs.get(stat)
+        if type(t) is not float or type(g) is not float:
+            return None
+        if t == g:
+            return 0.0
+        diff = t - g
+        if not relative:
+            return diff
+        return abs(diff / g * 100) / 100 if g != 0.0 else None
+
+    # No return annotation on purpose: pydantic would then derive the serialization JSON schema
+    # (the MCP output schema) from it instead of from the fields.
+    @model_serializer(mode="wrap")
+    def _compact(self, handler):  # type: ignore[no-untyped-def]
+        """Each kind of row leaves out the other kind's fields it has no value for.
+
+        The inline result is sized for an agent (~20 KB for the worst rows): a tensor row's sixteen
+        ``null`` statistics fields, or a statistics row's twenty tensor metrics, would cost a
+        quarter of that and say nothing. A sparse (statistics) row gets its other defaults back."""
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        tensor = data.get("compare_mode", "tensor") == "tensor"
+        if tensor:
+            for key in _STATISTICS_ONLY:
+                if data.get(key, 0) is None:
+                    del data[key]
+            return data
+        full = {}
+        for key in _FIELD_ORDER:
+            if key in data:
+                value = data[key]
+            elif key in _TENSOR_ONLY:
+                continue
+            else:
+                value = getattr(self, key)  # a default: None, "", 0, "pass" or {}
+            if key in _TENSOR_ONLY and value in (None, 0):
+                continue
+            full[key] = value
+        return full
+
+
+_STATISTICS_ONLY = ("golden_stats", "target_stats", "max_diff", "min_diff", "mean_diff", "norm_diff", "max_rel_diff",
+                    "min_rel_diff", "mean_rel_diff", "norm_rel_diff", "golden_md5", "target_md5", "md5_equal",
+                    "golden_requires_grad", "target_requires_grad")
+_TENSOR_ONLY = frozenset(TensorMetrics.model_fields) - {"na_reasons"}
+_FIELD_ORDER = tuple(DumpRow.model_fields)
+_DERIVED = {f"{prefix}_{kind}": (stat, kind == "rel_diff") for prefix, stat in
+            (("max", "Max"), ("min", "Min"), ("mean", "Mean"), ("norm", "Norm")) for kind in ("diff", "rel_diff")}
+_ROW_DEFAULTS = {n: f.default for n, f in DumpRow.model_fields.items() if f.default_factory is None}
+_ROW_FACTORIES = {n: f.default_factory for n, f in DumpRow.model_fields.items() if f.default_factory is not None}
 
 
 class CompareDumpsOutput(ToolOutput):
     failing_verdicts: ClassVar[frozenset[str]] = frozenset({"fail"})
+    inconclusive_verdicts: ClassVar[frozenset[str]] = frozenset({"inconclusive"})
 
-    verdict: Literal["pass", "fail", "error"]
+    verdict: Literal["pass", "fail", "error", "inconclusive"]
     golden: str
     target: str
     bench: str | None = None

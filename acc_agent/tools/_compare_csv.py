@@ -4,12 +4,23 @@ Existing msprobe users have scripts that read ``compare_result_*.csv`` by column
 ``Cosine``, ``MaxAbsErr``, ...). Writing those columns, with msprobe's words for values it cannot
 compute (``unsupported``, ``shape unmatched``, ``N/A``, ``Nan``), keeps those scripts working;
 acc-agent's extra metrics follow in columns of their own.
+
+Two layouts, like msprobe's: real-data rows get its tensor-compare columns; a statistics or md5
+comparison (msprobe's default dumps) gets its statistics-compare columns (Max diff ... NormRelativeErr,
+NPU/Bench max/min/mean/l2norm, Result, Err_message, NPU_Stack_Info), with the non-tensor
+arguments as rows of their own, in msprobe's row order and number spelling.
 """
 
 from __future__ import annotations
 
 import csv
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from acc_agent.errors import AccAgentError
 from acc_agent.models.compare import DumpRow, TensorMetrics
@@ -63,29 +74,397 @@ def _cell(m: TensorMetrics, field: str, msprobe_format: bool) -> str:
     return repr(float(value))
 
 
-def write_csv(rows: list[DumpRow], path: str | Path) -> Path:
-    """Write every row; returns the path written."""
+def write_csv(rows: list[DumpRow], path: str | Path, scalar_rows: Sequence[Any] | None = None,
+              dumps: Mapping[str, tuple[Any, Any]] | None = None) -> Path:
+    """Write every row; returns the path written.
+
+    ``dumps`` maps a rank key to its (golden, target) Dump: the statistics layout takes the
+    framework (for msprobe's dtype spelling) and the target's stack.json from them."""
+    if scalar_rows or any(r.compare_mode != "tensor" for r in rows):
+        from acc_agent.io.dumps import gc_paused
+
+        with gc_paused():  # ~10M short-lived strings and lists, no cycles
+            return _guarded(path, lambda fh: write_statistics_csv(fh, rows, scalar_rows or (), dumps or {}))
+    return _guarded(path, lambda fh: _write_tensor_rows(fh, rows))
+
+
+def _guarded(path: str | Path, write: Any) -> Path:
     out = Path(path)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         with out.open("w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            w.writerow(HEADER)
-            for r in rows:
-                bench = r.bench
-                w.writerow(
-                    [r.name, r.golden_name or r.name, r.target_dtype or "N/A", r.golden_dtype or "N/A",
-                     str(r.target_shape) if r.target_shape is not None else "N/A",
-                     str(r.golden_shape) if r.golden_shape is not None else "N/A"]
-                    + [_cell(r, f, True) for _, f in SIX]
-                    + [r.status, r.message]
-                    + [r.rank or "", r.index, r.pair_method or "",
-                       "N/A" if r.cosine_exact is None else repr(r.cosine_exact)]
-                    + [_cell(r, f, False) for _, f in EXTRA]
-                    + [r.target_nan, r.target_inf, r.golden_nan, r.golden_inf]
-                    + ([_cell(bench, f, True) for _, f in SIX] if bench is not None else [""] * len(SIX))
-                )
+            write(fh)
     except OSError as exc:
         raise AccAgentError("cannot_write", f"cannot write CSV {out}: {exc}",
                             hint="Choose a writable path for --csv.", path=str(out)) from None
     return out
+
+
+def _write_tensor_rows(fh: Any, rows: list[DumpRow]) -> None:
+    w = csv.writer(fh)
+    w.writerow(HEADER)
+    for r in rows:
+        bench = r.bench
+        w.writerow(
+            [r.name, r.golden_name or r.name, r.target_dtype or "N/A", r.golden_dtype or "N/A",
+             str(r.target_shape) if r.target_shape is not None else "N/A",
+             str(r.golden_shape) if r.golden_shape is not None else "N/A"]
+            + [_cell(r, f, True) for _, f in SIX]
+            + [r.status, r.message]
+            + [r.rank or "", r.index, r.pair_method or "",
+               "N/A" if r.cosine_exact is None else repr(r.cosine_exact)]
+            + [_cell(r, f, False) for _, f in EXTRA]
+            + [r.target_nan, r.target_inf, r.golden_nan, r.golden_inf]
+            + ([_cell(bench, f, True) for _, f in SIX] if bench is not None else [""] * len(SIX))
+        )
+
+
+# --------------------------------------------------------------------------- statistics layout
+
+#: msprobe 26.2's statistics-compare columns, in its order (NPU = target, Bench = golden).
+STAT_HEADER = [
+    "NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
+    "NPU Requires_grad", "Bench Requires_grad", "Max diff", "Min diff", "Mean diff", "L2norm diff",
+    "MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr", "NPU max", "NPU min", "NPU mean",
+    "NPU l2norm", "Bench max", "Bench min", "Bench mean", "Bench l2norm", "Requires_grad Consistent", "Result",
+    "Err_message", "NPU_Stack_Info",
+]
+#: acc-agent's columns after msprobe's (MD5 names as in msprobe's md5-compare CSV).
+STAT_EXTRA = ["Compare Mode", "Rank", "Index", "Pair Method", "NPU MD5", "BENCH MD5", "MD5 Equal"]
+_KEYS = ("Max", "Min", "Mean", "Norm")
+_INF = math.inf
+
+
+def write_statistics_csv(fh: Any, rows: list[DumpRow], scalar_rows: Iterable[Any],
+                         dumps: Mapping[str, tuple[Any, Any]]) -> None:
+    """msprobe's statistics CSV: rows API by API in its order, non-tensor arguments included.
+
+    Tensor-mode rows of a mixed comparison get msprobe's six real-data metrics in extra columns.
+    Lines are formatted by hand and written in blocks (quoted like the csv module's QUOTE_MINIMAL):
+    a default dump gives ~300k lines, and the csv module's per-cell work doubled the time."""
+    from acc_agent.tools._stat_rows import order_key
+
+    mixed = any(r.compare_mode == "tensor" for r in rows)
+    out = _Lines(fh)
+    out.cells(STAT_HEADER + STAT_EXTRA + ([c for c, _ in SIX] if mixed else []))
+    groups, loose = _scalar_groups(scalar_rows)
+    prefixes = {rank: _dtype_prefix(pair) for rank, pair in dumps.items()}
+    stacks = _Stacks(dumps)
+    fmt = _StatLine(mixed, rows)
+    last_api: tuple[str, str] = ("", "")
+    for (_, after), extra in loose.items():
+        if after < 0:
+            last_api = _write_scalars(out, extra, stacks, last_api, mixed)
+    i, n = 0, len(rows)
+    while i < n:
+        r = rows[i]
+        rank = r.__dict__.get("rank") or ""  # statistics rows are sparse: no rank key for a single rank
+        group = groups.get((rank, r.index))
+        if group is None:
+            members: list[Any] = [r]
+            i += 1
+        else:
+            key, last, srows = group
+            j = i
+            while j < n and (rows[j].__dict__.get("rank") or "") == rank and rows[j].index <= last:
+                j += 1
+            members = sorted(rows[i:j] + srows, key=lambda x: order_key(x.name, key))
+            i = j
+        prefix = prefixes.get(rank, ("", ""))
+        for m in members:
+            if isinstance(m, DumpRow):
+                if not _same_api(m.name, rank, last_api):
+                    last_api = (rank, _api_key(m.name))
+                    stack = stacks.cell(rank, last_api[1])
+                else:
+                    stack = "N/A"  # msprobe prints an API's stack on its first row only
+                out.line(fmt.line(m, prefix, stack))
+            else:
+                last_api = _write_scalars(out, [m], stacks, last_api, mixed)
+        tail = loose.get((rank, rows[i - 1].index))
+        if tail:
+            last_api = _write_scalars(out, tail, stacks, last_api, mixed)
+    out.flush()
+
+
+class _Lines:
+    """CSV lines collected and written in blocks; ``cells`` quotes like csv.QUOTE_MINIMAL."""
+
+    def __init__(self, fh: Any) -> None:
+        self._fh = fh
+        self._buf: list[str] = []
+
+    def line(self, text: str) -> None:
+        self._buf.append(text)
+        if len(self._buf) >= 8192:
+            self.flush()
+
+    def cells(self, cells: Iterable[Any]) -> None:
+        self.line(",".join(_quoted(c if type(c) is str else str(c)) for c in cells) + "\n")
+
+    def flush(self) -> None:
+        self._fh.write("".join(self._buf))
+        self._buf.clear()
+
+
+def _quoted(text: str) -> str:
+    if "," in text or '"' in text or "\n" in text or "\r" in text:
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _scalar_groups(scalar_rows: Iterable[Any]) -> tuple[dict[tuple[str, int], tuple[str, int, list[Any]]],
+                                                         dict[tuple[str, int], list[Any]]]:
+    """Scalar rows by the (rank, first tensor index) of their API call; those of calls without a
+    tensor row by the (rank, index) of the row they follow (index -1: before every row)."""
+    groups: dict[tuple[str, int], tuple[str, int, list[Any]]] = {}
+    loose: dict[tuple[str, int], list[Any]] = {}
+    for s in scalar_rows:
+        rank = s.rank or ""
+        if s.first_index is None:
+            loose.setdefault((rank, s.after_index), []).append(s)
+        else:
+            groups.setdefault((rank, s.first_index), (s.key, s.after_index, []))[2].append(s)
+    return groups, loose
+
+
+def _write_scalars(out: _Lines, srows: list[Any], stacks: _Stacks, last_api: tuple[str, str], mixed: bool
+                   ) -> tuple[str, str]:
+    for s in srows:
+        api = (s.rank or "", s.key)
+        stack = stacks.cell(api[0], s.key) if api != last_api else "N/A"
+        last_api = api
+        out.cells(_scalar_line(s, stack, mixed))
+    return last_api
+
+
+def _same_api(name: str, rank: str, last_api: tuple[str, str]) -> bool:
+    """Whether row ``name`` belongs to the API call ``last_api`` (a cheap test for _api_key(name) == its key)."""
+    key = last_api[1]
+    return (rank == last_api[0] and bool(key) and name.startswith(key) and name[len(key):len(key) + 1] == "."
+            and name[len(key) + 1:].startswith(("input.", "output.", "parameters.")))
+
+
+def _api_key(name: str) -> str:
+    """The API/module key of a row name (``Functional.linear.0.forward.input.0`` -> ``Functional.linear.0.forward``)."""
+    cut = max(name.rfind(".input."), name.rfind(".output."), name.rfind(".parameters."))
+    return name[:cut] if cut > 0 else name.rsplit(".", 1)[0]
+
+
+def _dtype_prefix(pair: tuple[Any, Any]) -> tuple[str, str]:
+    """(target, golden) dtype prefix: msprobe prints PyTorch dtypes as dump.json has them ("torch.float32")."""
+    return tuple("torch." if (d.meta or {}).get("framework") == "pytorch" else ""  # type: ignore[return-value]
+                 for d in (pair[1], pair[0]))
+
+
+class _Stacks:
+    """The target's stack.json per rank, read on first use: msprobe prints an API's call stack on its first row."""
+
+    def __init__(self, dumps: Mapping[str, tuple[Any, Any]]) -> None:
+        self._paths = {rank: Path(pair[1].source).parent / "stack.json" for rank, pair in dumps.items()}
+        self._loaded: dict[str, dict[str, str]] = {}
+
+    def cell(self, rank: str, api: str) -> str:
+        table = self._loaded.get(rank)
+        if table is None:
+            table = self._loaded[rank] = _read_stacks(self._paths.get(rank))
+        return table.get(api, "N/A")
+
+
+def _read_stacks(path: Path | None) -> dict[str, str]:
+    if path is None or not path.is_file():
+        return {}
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}  # a broken stack.json costs the stack column, not the comparison
+    if not isinstance(doc, dict):
+        return {}
+    out: dict[str, str] = {}
+    if isinstance(doc.get("0"), list):  # msprobe >= 8: {"0": [[api names], [stack lines]], ...}
+        for item in doc.values():
+            if isinstance(item, list) and len(item) == 2 and isinstance(item[0], list):
+                for api in item[0]:
+                    out[str(api)] = str(item[1])
+        return out
+    return {str(k): str(v) for k, v in doc.items()}
+
+
+def _grad(v: bool | None) -> str:
+    return "N/A" if v is None else str(v)
+
+
+class _StatLine:
+    """One statistics row as a CSV line, with the pieces rows share (shape text, dtype text) cached."""
+
+    def __init__(self, mixed: bool, rows: list[DumpRow]) -> None:
+        self.mixed = mixed
+        self._blocks = _Blocks(rows)
+        self._shapes: dict[int, tuple[list[int], str]] = {}
+        self._dtypes: dict[tuple[str, str | None], str] = {}
+        self._heads: dict[tuple[Any, ...], tuple[Any, Any, str]] = {}
+        self._plain: dict[str, str] = {}
+
+    def _shape(self, shape: list[int] | None) -> str:
+        if shape is None:
+            return "N/A"
+        hit = self._shapes.get(id(shape))
+        if hit is None or hit[0] is not shape:
+            hit = self._shapes[id(shape)] = (shape, _quoted(str(shape)))  # the list is kept: its id stays unique
+        return hit[1]
+
+    def _dtype(self, prefix: str, dtype: str | None) -> str:
+        hit = self._dtypes.get((prefix, dtype))
+        if hit is None:
+            hit = self._dtypes[(prefix, dtype)] = _quoted(f"{prefix}{dtype}") if dtype is not None else "N/A"
+        return hit
+
+    def line(self, r: DumpRow, prefix: tuple[str, str], stack: str) -> str:
+        d = r.__dict__  # statistics rows are sparse (DumpRow.__getattr__): read with the defaults
+        get = d.get
+        ts, gs = get("target_stats"), get("golden_stats")
+        if ts is not None and gs is not None:
+            cells = self._blocks.get(r)
+        else:
+            cells = ",".join(["N/A"] * 8 + [_text(ts.get(k)) if ts else "N/A" for k in _KEYS]
+                             + [_text(gs.get(k)) if gs else "N/A" for k in _KEYS])
+        name = d["name"]
+        golden_name = get("golden_name")
+        names = _quoted(name)
+        names += "," + (names if golden_name == name or not golden_name else _quoted(golden_name))
+        message = get("message")
+        mode = get("compare_mode", "tensor")
+        md5_equal = get("md5_equal")
+        text = (f"{names},{self._head(d, prefix)},{cells},{self._grads_consistent(d)},{get('status', 'pass')},"
+                f"{_quoted(json.dumps(message.split('; '))) if message else '[]'},"
+                f"{stack if stack == 'N/A' else _quoted(stack)},{mode},{self._rank(get('rank'))},{d['index']},"
+                f"{self._rank(get('pair_method'))},{get('target_md5') or ''},{get('golden_md5') or ''},"
+                f"{'' if md5_equal is None else md5_equal}")
+        if self.mixed:
+            six = [_cell(r, f, True) for _, f in SIX] if mode == "tensor" else [""] * len(SIX)
+            text += "," + ",".join(six)
+        return text + "\n"
+
+    def _head(self, d: dict[str, Any], prefix: tuple[str, str]) -> str:
+        """dtype, shape and requires_grad cells, which most rows share with many others."""
+        tshape, gshape = d.get("target_shape"), d.get("golden_shape")
+        key = (d.get("target_dtype"), d.get("golden_dtype"), id(tshape), id(gshape), d.get("target_requires_grad"),
+               d.get("golden_requires_grad"), prefix)
+        hit = self._heads.get(key)
+        if hit is None:
+            text = (f"{self._dtype(prefix[0], key[0])},{self._dtype(prefix[1], key[1])},{self._shape(tshape)},"
+                    f"{self._shape(gshape)},{_grad(key[4])},{_grad(key[5])}")
+            hit = self._heads[key] = (tshape, gshape, text)  # the lists are kept: their ids stay theirs
+        return hit[2]
+
+    @staticmethod
+    def _grads_consistent(d: dict[str, Any]) -> str:
+        return "True" if d.get("target_requires_grad") == d.get("golden_requires_grad") else "False"
+
+    def _rank(self, text: str | None) -> str:
+        if not text:
+            return ""
+        hit = self._plain.get(text)
+        if hit is None:
+            hit = self._plain[text] = _quoted(text)
+        return hit
+
+
+class _Blocks:
+    """The 16 statistics cells of rows, made a chunk of rows at a time with numpy (see ``numeric_blocks``).
+
+    The writer asks row by row in (almost) row order; a row outside the chunks kept is made alone."""
+
+    CHUNK = 32768
+
+    def __init__(self, rows: list[DumpRow]) -> None:
+        self._rows = rows
+        self._pos = 0
+        self._cur: dict[int, str] = {}
+        self._prev: dict[int, str] = {}
+
+    def get(self, r: DumpRow) -> str:
+        key = id(r)
+        block = self._cur.get(key) or self._prev.get(key)
+        while block is None and self._pos < len(self._rows):
+            self._prev, self._cur = self._cur, numeric_blocks(self._rows[self._pos:self._pos + self.CHUNK])
+            self._pos += self.CHUNK
+            block = self._cur.get(key)
+        return block if block is not None else numeric_blocks([r])[key]
+
+
+def numeric_blocks(rows: Sequence[DumpRow]) -> dict[int, str]:
+    """id(row) -> its 16 statistics cells joined (4 diffs, 4 relative errors, target and golden values).
+
+    Printing floats is most of a 300k-row CSV's time: here each distinct value is printed once
+    (a call's output is the next one's input; weights are equal on both sides), with repr run over
+    whole lists, and only values that are not two finite floats (golden not 0) go one by one."""
+    from acc_agent.tools._stat_rows import stat_arrays, stat_cells
+
+    with_stats = [r for r in rows if r.__dict__.get("target_stats") is not None
+                  and r.__dict__.get("golden_stats") is not None]
+    ts_list = [r.__dict__["target_stats"] for r in with_stats]
+    gs_list = [r.__dict__["golden_stats"] for r in with_stats]
+    t_arr, g_arr, plain = stat_arrays(ts_list, gs_list)
+    with np.errstate(all="ignore"):
+        fine = np.isfinite(t_arr) & np.isfinite(g_arr) & plain[:, None]
+        same = fine & (t_arr == g_arr) & ((t_arr != 0) | (np.signbit(t_arr) == np.signbit(g_arr)))
+        fast = fine & (same | (g_arr != 0))
+        diff = t_arr - g_arr
+        pct = np.abs(diff / g_arr * 100)
+    t_txt = np.full(t_arr.shape, "", dtype=object)
+    g_txt = np.full(t_arr.shape, "", dtype=object)
+    d_txt = np.full(t_arr.shape, "0", dtype=object)
+    p_txt = np.full(t_arr.shape, "0", dtype=object)
+    t_txt[fast] = _float_texts(t_arr[fast])
+    g_txt[same] = t_txt[same]
+    other = fast & ~same
+    g_txt[other] = _float_texts(g_arr[other])
+    d_txt[other] = _float_texts(diff[other])  # a call's output is the next call's input: same numbers
+    p_txt[other] = _float_texts(pct[other], "%")
+    for i, j in zip(*np.nonzero(~fast), strict=True):  # NaN/Inf, golden 0, ints, bools, None: msprobe's rules
+        key = _KEYS[j]
+        t, g = ts_list[i].get(key), gs_list[i].get(key)
+        dcell, pcell = stat_cells(t, g)
+        d_txt[i, j], p_txt[i, j], t_txt[i, j], g_txt[i, j] = _quoted(dcell), _quoted(pcell), _text(t), _text(g)
+    cells = np.concatenate([d_txt, p_txt, t_txt, g_txt], axis=1).tolist()
+    return {id(r): ",".join(c) for r, c in zip(with_stats, cells, strict=True)}
+
+
+def _float_texts(x: np.ndarray, suffix: str = "") -> list[str]:
+    """repr of finite float64 values (+ ``suffix``), each distinct value printed once (0.0 and -0.0 apart)."""
+    out = np.empty(x.shape, dtype=object)
+    zero = x == 0
+    nonzero = ~zero
+    uniq, inverse = np.unique(x[nonzero], return_inverse=True)
+    texts = list(map(repr, uniq.tolist()))
+    if suffix:
+        texts = [t + suffix for t in texts]
+    out[nonzero] = np.array(texts, dtype=object)[inverse]
+    out[zero & np.signbit(x)] = "-0.0" + suffix
+    out[zero & ~np.signbit(x)] = "0.0" + suffix
+    return out.tolist()  # type: ignore[no-any-return]
+
+
+def _scalar_line(s: Any, stack: str, mixed: bool) -> list[Any]:
+    from acc_agent.tools._stat_rows import scalar_dtype, scalar_md5, scalar_shape, scalar_stat, stat_cells
+
+    tv, gv = scalar_stat(s.target), scalar_stat(s.golden)
+    diff, rel = stat_cells(tv, gv)
+    line: list[Any] = [s.name, s.golden_name, scalar_dtype(s.target), scalar_dtype(s.golden), scalar_shape(s.target),
+                       scalar_shape(s.golden), "N/A", "N/A", diff, diff, diff, diff, rel, rel, rel, rel]
+    line += [_text(tv)] * 4 + [_text(gv)] * 4
+    line += ["True", s.status, json.dumps(s.messages) if s.messages else "[]", stack, "scalar", s.rank or "", "",
+             "exact", scalar_md5(s.target), scalar_md5(s.golden), "" if s.md5_equal is None else str(s.md5_equal)]
+    if mixed:
+        line += [""] * len(SIX)
+    return line
+
+
+def _text(v: Any) -> str:
+    """A statistics value as msprobe prints it, quoted for the CSV where needed."""
+    if type(v) is float and -_INF < v < _INF:
+        return repr(v)
+    from acc_agent.tools._stat_rows import msprobe_text
+
+    return _quoted(msprobe_text(v))

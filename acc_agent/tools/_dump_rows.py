@@ -84,6 +84,14 @@ def compute_row(golden: Dump, target: Dump, bench: Dump | None, job: Job, precis
         "target_shape": te.shape,
         "pair_method": job.method,
         "rank": rank or None,
+        # what dump.json says besides the data (cheap, and the diagnosis and CSV use it)
+        "golden_stats": ge.stats or None,
+        "target_stats": te.stats or None,
+        "golden_requires_grad": ge.requires_grad,
+        "target_requires_grad": te.requires_grad,
+        "golden_md5": ge.md5,
+        "target_md5": te.md5,
+        "md5_equal": ge.md5 == te.md5 if ge.md5 is not None and te.md5 is not None else None,
     }
     prec = row_precision(precision, te.dtype)
     opened: list[Any] = []

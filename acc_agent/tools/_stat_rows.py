@@ -1,0 +1,705 @@
+"""Statistics/md5 rows of ``compare_dumps``: msprobe's default dumps, compared like msprobe compares them.
+
+msprobe's default ``task: statistics`` writes only Max/Min/Mean/Norm per tensor (``summary_mode:
+md5`` adds a CRC32). There is no data to compute a cosine from, so a row carries the four
+differences (target − golden) and relative differences, and its status follows msprobe's own
+statistics Result rules (``msprobe/core/compare/indicator_analysis/algorithm.py``, 26.2), judged per
+API call over all its inputs and outputs, non-tensor arguments included:
+
+- error: the target's Max or Min is NaN/Inf while golden's are finite;
+- error: an output's NormRelativeErr > 0.5 while every input's is < 0.1;
+- error: requires_grad, dtype or shape differ; a scalar argument differs;
+- warning: the first output's NormRelativeErr > 10x the largest input's (or > 0.1 when the inputs
+  agree exactly).
+
+The numbers follow msprobe's arithmetic and its CSV's spelling exactly (``stat_cells``), so a user
+can check a row against the msprobe CSV they trust. Built for scale: a 100k-call dump is ~300k
+rows, so the differences are computed with numpy a chunk of rows at a time, the rules run once per
+API call with an early exit for calls that cannot be flagged, and rows are built without pydantic
+validation (every value comes from our own parser) and sparse (see ``DumpRow.__getattr__``): no
+processes, no file I/O per row, about 0.5 KB a row.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from acc_agent.io.dumps import Dump, DumpEntry, ScalarArg, gc_paused
+from acc_agent.io.pairing import Pair
+from acc_agent.models.compare import DumpRow
+
+STAT_KEYS = ("Max", "Min", "Mean", "Norm")
+DIFF_FIELDS = ("max_diff", "min_diff", "mean_diff", "norm_diff")
+REL_FIELDS = ("max_rel_diff", "min_rel_diff", "mean_rel_diff", "norm_rel_diff")
+_STAT_FIELDS = tuple(zip(STAT_KEYS, DIFF_FIELDS, REL_FIELDS, strict=True))
+_INFINITY = math.inf
+_FLOATS = frozenset({float})
+
+# msprobe's messages, verbatim (its CSV's Err_message holds them as a JSON list).
+MSG_INF_NAN = "error: There is nan/inf/-inf in the maximum or minimum value of NPU."
+MSG_REL_ERR = "error: The NormRelativeErr of output is greater than 0.5."
+MSG_REQ_GRAD = "error: The Required_Grad of NPU and Bench are inconsistent"
+MSG_SCALAR = "error: The scalar parameters of NPU and Bench are inconsistent."
+MSG_DTYPE = "error: The dtype of NPU and Bench are inconsistent."
+MSG_SHAPE = "error: The shape of NPU and Bench are inconsistent."
+MSG_REL_WARN = "warning: The norm relative error of output is 10 times that of input."
+MSG_MD5 = "md5 differs"
+REDUMP_HINT = ("Re-dump with msprobe task 'statistics' (its default: Max/Min/Mean/Norm per tensor) or 'tensor' "
+               "(real data) on both runs, then run compare-dumps again.")
+
+#: APIs msprobe leaves out of its rules entirely / judges on outputs only (indicator_analysis/calculator.py).
+_ALL_IGNORE = frozenset({"empty", "empty_like", "numpy", "to", "__setitem__", "empty_with_format", "new_empty_strided",
+                         "new_empty", "empty_strided"})
+_INPUT_IGNORE = frozenset({"_reduce_scatter_base", "_all_gather_base", "all_to_all_single", "batch_isend_irecv"})
+_LEVELS = ("pass", "warning", "error")
+_STATE = {"input": 0, "parameters": 1, "output": 2}
+
+# msprobe's value classes (stats_diff_calc.ValType) and its cell for two unequal values of each pair.
+_NUM, _NAN, _INF, _NEG_INF, _DEVICE, _NA, _OTHER = range(7)
+
+
+@dataclass(slots=True)
+class ScalarRow:
+    """A non-tensor argument compared like msprobe does (it is a row of its CSV and counts in its rules)."""
+
+    target: ScalarArg
+    golden: ScalarArg
+    key: str
+    golden_name: str
+    rank: str | None
+    first_index: int | None  # target index of the call's first tensor row; None: a call without one
+    after_index: int  # ... its last tensor row (without one: the row it follows in the CSV; -1 before all)
+    status: str = "pass"
+    messages: list[str] = field(default_factory=list)
+    md5_equal: bool | None = None
+
+    @property
+    def name(self) -> str:
+        return self.target.name
+
+    @property
+    def message(self) -> str:
+        return "; ".join(self.messages)
+
+
+@dataclass
+class StatRows:
+    """Rows of one rank pair in target execution order, plus the scalar arguments compared with them."""
+
+    rows: list[DumpRow] = field(default_factory=list)
+    scalar_rows: list[ScalarRow] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- msprobe's cell arithmetic
+
+
+def _classify(v: Any) -> int:
+    """msprobe's CalcStatsDiff.classify for one value as dump.json held it."""
+    kind = type(v)
+    if kind is float:
+        if v != v:
+            return _NAN
+        if v == math.inf:
+            return _INF
+        return _NEG_INF if v == -math.inf else _NUM
+    if kind is int:
+        return _NUM
+    if kind is not str:
+        return _OTHER  # None ('None'), bool ('True'), lists
+    low = v.strip().lower()
+    if low == "nan":
+        return _NAN
+    if low == "inf":
+        return _INF
+    if low == "-inf":
+        return _NEG_INF
+    if low not in ("true", "false"):
+        try:
+            float(v)
+            return _NUM
+        except ValueError:
+            pass
+    if "npu" in low or "cpu" in low or "cuda" in low:
+        return _DEVICE
+    return _NA if v == "N/A" else _OTHER
+
+
+def msprobe_text(v: Any) -> str:
+    """How msprobe's statistics CSV prints a Max/Min/Mean/Norm value."""
+    kind = type(v)
+    if kind is float:
+        if v != v:
+            return "Nan"
+        if v in (math.inf, -math.inf):
+            return " inf" if v > 0 else " -inf"  # msprobe pads inf so that Excel does not read it as #NAME?
+        return repr(v)
+    if kind is str and v.strip().lower() == "nan":
+        return "Nan"
+    return str(v)
+
+
+def _same(t: Any, g: Any) -> bool:
+    """msprobe's is_same_value: the two values print alike (so NaN equals NaN, 0.0 differs from -0.0)."""
+    if type(t) is float and type(g) is float:
+        if t == g:
+            return t != 0.0 or math.copysign(1.0, t) == math.copysign(1.0, g)
+        return t != t and g != g
+    return msprobe_text(t) == msprobe_text(g)
+
+
+def _token(ct: int, cg: int) -> str:
+    """msprobe's Diff/RelativeErr cell for two unequal values that are not both numbers."""
+    if _NA in (ct, cg):
+        return "N/A"
+    if ct in (_DEVICE, _OTHER) or cg in (_DEVICE, _OTHER):
+        return "N/A" if ct == cg == _DEVICE else "Diff"
+    if _NAN in (ct, cg):
+        return "Nan"
+    if ct == _INF or cg == _NEG_INF:
+        return "inf"
+    return "-inf"
+
+
+def stat_cells(t: Any, g: Any) -> tuple[str, str]:
+    """msprobe's ("X diff", "XRelativeErr") cells for target value ``t`` and golden value ``g``."""
+    if _same(t, g):
+        return "0", "0"
+    ct, cg = _classify(t), _classify(g)
+    if ct != _NUM or cg != _NUM:
+        tok = _token(ct, cg)
+        return tok, tok
+    tf, gf = float(t), float(g)
+    diff = tf - gf
+    if gf == 0.0:
+        return repr(diff), "inf"
+    return repr(diff), repr(abs(diff / gf * 100)) + "%"
+
+
+def _numbers(t: Any, g: Any) -> tuple[float | None, float | None, str | None]:
+    """(diff, relative diff as a fraction, reason when either is None) for the model's fields.
+
+    The fraction is msprobe's percentage / 100, computed as msprobe computes it, so that a rule
+    judged on it agrees with msprobe's to the last bit."""
+    if type(t) is float and type(g) is float and t - g == t - g and abs(g) != math.inf:  # finite floats
+        diff = t - g
+        if diff == 0.0 and _same(t, g):
+            return 0.0, 0.0, None
+        if g == 0.0:
+            return diff, None, "inf: golden value is 0"
+        return diff, abs(diff / g * 100) / 100, None
+    if _same(t, g):
+        return 0.0, 0.0, None
+    ct, cg = _classify(t), _classify(g)
+    if ct == _NUM and cg == _NUM:
+        tf, gf = float(t), float(g)
+        if gf == 0.0:
+            return tf - gf, None, "inf: golden value is 0"
+        return tf - gf, abs((tf - gf) / gf * 100) / 100, None
+    tok = _token(ct, cg)
+    why = {"Nan": "NaN on one side", "inf": "Inf on one side", "-inf": "-Inf on one side", "Diff": "not numbers",
+           "N/A": "not comparable"}[tok]
+    return None, None, f"{tok}: {why} (target {msprobe_text(t).strip()}, golden {msprobe_text(g).strip()})"
+
+
+def _bad_max_min(stats: dict[str, Any]) -> bool:
+    """msprobe's is_inf_or_nan on Max or Min."""
+    for k in ("Max", "Min"):
+        v = stats.get(k)
+        if type(v) is float and (v != v or v in (math.inf, -math.inf)):
+            return True
+        if type(v) is str and v.strip().lower() in ("inf", "-inf", "nan"):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- scalar arguments in msprobe's terms
+
+
+_SPECIAL_SCALARS = ("torch.Size", "slice", "ellipsis", "torch.ProcessGroup")
+
+
+def scalar_dtype(s: ScalarArg) -> str:
+    """The dtype msprobe's CSV shows for a non-tensor argument (``<class 'int'>``, ``slice``, ...; N/A for null)."""
+    if s.type == "None" and s.value is None:
+        return "N/A"
+    if s.type in _SPECIAL_SCALARS or s.name.rsplit(".", 1)[-1] in ("src", "dst", "group_src", "group_dst"):
+        return s.type
+    return str(type(s.value))
+
+
+def scalar_shape(s: ScalarArg) -> str:
+    if s.type == "None" and s.value is None:
+        return "N/A"
+    if s.type == "torch.Size":
+        return str(s.value)
+    if s.type == "slice":
+        return f"({len(s.value)},)" if isinstance(s.value, list) else "()"
+    return "[]"
+
+
+def scalar_stat(s: ScalarArg) -> Any:
+    """The value msprobe puts in all four statistics columns of a non-tensor argument."""
+    if s.type == "None" and s.value is None or s.type in ("torch.Size", "slice"):
+        return None
+    if s.type == "torch.ProcessGroup" or s.name.rsplit(".", 1)[-1] in ("src", "dst", "group_src", "group_dst"):
+        return str(s.value)
+    return s.value
+
+
+def scalar_md5(s: ScalarArg) -> str:
+    """msprobe's CRC32 of a non-tensor argument (of its printed value)."""
+    import zlib
+
+    if s.type == "None" and s.value is None:
+        return "N/A"  # a null argument has no digest in msprobe's table
+    return f"{zlib.crc32(str(s.value).encode()):08x}"
+
+
+@dataclass
+class _Numbers:
+    """The model's numbers of many rows at once, plus what the rules need (see ``bulk_numbers``)."""
+
+    diffs: list[list[float | None]]
+    rels: list[list[float | None]]
+    norm_rule: list[float | None]
+    t_bad: list[bool]
+    g_bad: list[bool]
+    reasons: dict[int, dict[str, str]]
+    #: rows whose eight values are finite floats (golden not 0 where they differ): DumpRow derives
+    #: their differences from the statistics on access, so the rows need not store them
+    derivable: list[bool] = field(default_factory=list)
+
+
+_GET4 = operator.itemgetter(*STAT_KEYS)
+
+
+def stat_arrays(t_stats: Sequence[Any], g_stats: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(target, golden) Max/Min/Mean/Norm as float64 arrays (n, 4), and which rows are all plain floats.
+
+    Rows with anything else (an int, a bool, None, a missing key) are zeros in the arrays and
+    False in the mask: the caller treats them value by value."""
+    n = len(t_stats)
+    plain = [False] * n
+    zero = (0.0, 0.0, 0.0, 0.0)
+    t_rows: list[tuple[float, ...]] = [zero] * n
+    g_rows: list[tuple[float, ...]] = [zero] * n
+    for i in range(n):
+        ts, gs = t_stats[i], g_stats[i]
+        if ts is not None and gs is not None and len(ts) == 4 and len(gs) == 4:
+            try:
+                tv, gv = _GET4(ts), _GET4(gs)
+            except KeyError:
+                continue
+            if _FLOATS.issuperset(map(type, tv)) and _FLOATS.issuperset(map(type, gv)):
+                t_rows[i], g_rows[i], plain[i] = tv, gv, True
+    return (np.array(t_rows, dtype=np.float64).reshape(n, 4), np.array(g_rows, dtype=np.float64).reshape(n, 4),
+            np.array(plain, dtype=bool))
+
+
+def bulk_numbers(t_stats: Sequence[dict[str, Any]], g_stats: Sequence[dict[str, Any]]) -> _Numbers:
+    """Differences and relative differences of every row, in numpy where the values are plain floats.
+
+    A default dump has ~1.2M statistics per side; per-value Python cost most of the row time.
+    Rows with anything else (ints, bools, None for an empty tensor, NaN/Inf, a missing key, a golden
+    0) go through ``_numbers`` one value at a time, which defines the semantics."""
+    t_arr, g_arr, plain_arr = stat_arrays(t_stats, g_stats)
+    plain = plain_arr.tolist()
+    with np.errstate(all="ignore"):
+        diff = t_arr - g_arr
+        rel = np.abs(diff / g_arr * 100) / 100
+        fine = np.isfinite(t_arr) & np.isfinite(g_arr)
+        same = (t_arr == g_arr) & ((t_arr != 0) | (np.signbit(t_arr) == np.signbit(g_arr)))
+        fast = fine & (same | (g_arr != 0)) & plain_arr[:, None]
+        diff = np.where(same, 0.0, diff)
+        rel = np.where(same, 0.0, rel)
+        t_bad = ~(np.isfinite(t_arr[:, 0]) & np.isfinite(t_arr[:, 1]))
+        g_bad = ~(np.isfinite(g_arr[:, 0]) & np.isfinite(g_arr[:, 1]))
+    row_fast = fast.all(axis=1)
+    diffs: list[list[float | None]] = diff.tolist()
+    rels: list[list[float | None]] = rel.tolist()
+    norm_rule: list[float | None] = [None if s else r for s, r in zip(same[:, 3].tolist(), rel[:, 3].tolist(),
+                                                                       strict=True)]
+    out = _Numbers(diffs, rels, norm_rule, t_bad.tolist(), g_bad.tolist(), {}, row_fast.tolist())
+    for i in np.flatnonzero(~row_fast).tolist():
+        _slow_row(out, i, t_stats[i], g_stats[i], plain[i])
+    return out
+
+
+def _slow_row(out: _Numbers, i: int, ts: dict[str, Any], gs: dict[str, Any], plain: bool) -> None:
+    """One row value by value (the semantics ``bulk_numbers`` follows on its fast path)."""
+    reasons: dict[str, str] = {}
+    for j, (k, f_diff, f_rel) in enumerate(_STAT_FIELDS):
+        t, g = ts.get(k), gs.get(k)
+        diff, rel, why = _numbers(t, g)
+        out.diffs[i][j] = diff
+        out.rels[i][j] = rel
+        if why is not None:
+            reasons[f_rel] = why
+            if diff is None:
+                reasons[f_diff] = why
+        if k == "Norm":
+            out.norm_rule[i] = _norm_for_rules(t, g)
+    if reasons:
+        out.reasons[i] = reasons
+    if not plain:
+        out.t_bad[i] = _bad_max_min(ts)
+        out.g_bad[i] = _bad_max_min(gs)
+    else:
+        out.t_bad[i] = out.t_bad[i] and _bad_max_min(ts)
+        out.g_bad[i] = out.g_bad[i] and _bad_max_min(gs)
+
+
+# --------------------------------------------------------------------------- rules, per API call
+
+
+class _Rec:
+    """One row of an API call as msprobe's rules see it (a tensor row or a scalar argument)."""
+
+    __slots__ = ("name", "order", "is_out", "judged", "norm", "t_bad", "g_bad", "dtype_differs", "shape_differs",
+                 "grad_differs", "scalar_differs", "level", "msgs", "payload")
+
+    def __init__(self, name: str, order: int, norm: float | None, payload: Any) -> None:
+        self.name = name
+        self.order = order
+        self.is_out = ".output." in name
+        self.judged = True
+        self.norm = norm
+        self.t_bad = self.g_bad = False
+        self.dtype_differs = self.shape_differs = self.grad_differs = self.scalar_differs = False
+        self.level = 0
+        self.msgs: list[str] = []
+        self.payload = payload
+
+    def flag(self, level: int, msg: str) -> None:
+        self.level = max(self.level, level)
+        self.msgs.append(msg)
+
+
+def _norm_for_rules(t: Any, g: Any) -> float | None:
+    """NormRelativeErr as msprobe's rules read it: a fraction, or None where its cell is no percentage."""
+    if type(t) is float and type(g) is float and t == t and g == g and g not in (0.0, math.inf, -math.inf) \
+            and t not in (math.inf, -math.inf):
+        return None if _same(t, g) else abs((t - g) / g * 100) / 100
+    cell = stat_cells(t, g)[1]
+    return float(cell[:-1]) / 100 if cell.endswith("%") else None
+
+
+def judge_api(recs: list[_Rec]) -> None:
+    """msprobe's STATISTICS_CHECKERS on one API call's rows, in its order; sets each record's level and messages.
+
+    A first pass decides whether any checker can fire (most calls: none), so that the usual
+    passing call costs one loop."""
+    in_max = out_max = 0.0
+    flagged = False
+    outputs: list[_Rec] = []
+    for r in recs:
+        norm = r.norm
+        if r.is_out:
+            outputs.append(r)
+            if norm is not None and norm > out_max:
+                out_max = norm
+        elif norm is not None and norm > in_max:
+            in_max = norm
+        if r.t_bad or r.grad_differs or r.dtype_differs or r.shape_differs or r.scalar_differs:
+            flagged = True
+    warn = bool(outputs) and ((out_max > 0.1) if in_max == 0 else (out_max / in_max > 10))
+    if not (flagged or warn or (in_max < 0.1 and out_max > 0.5)):
+        return
+    _judge_all(recs, [r for r in recs if not r.is_out], outputs, in_max, out_max)
+
+
+def _judge_all(recs: list[_Rec], inputs: list[_Rec], outputs: list[_Rec], in_max: float, out_max: float) -> None:
+    api = inputs[0].name.split(".")[1] if inputs and "." in inputs[0].name else ""
+    if api in _ALL_IGNORE:
+        return
+    with_inputs = api not in _INPUT_IGNORE
+    judged = recs if with_inputs else outputs
+    for r in judged:
+        if r.t_bad and not r.g_bad:
+            r.flag(2, MSG_INF_NAN)
+    if with_inputs and in_max < 0.1:
+        for r in outputs:
+            if r.norm is not None and r.norm > 0.5:
+                r.flag(2, MSG_REL_ERR)
+    for r in judged:
+        if r.grad_differs:
+            r.flag(2, MSG_REQ_GRAD)
+    if with_inputs:
+        for r in inputs:
+            if r.scalar_differs:
+                r.flag(2, MSG_SCALAR)
+    for r in judged:
+        if r.dtype_differs:
+            r.flag(2, MSG_DTYPE)
+    for r in judged:
+        if r.shape_differs:
+            r.flag(2, MSG_SHAPE)
+    if with_inputs and outputs and ((out_max > 0.1) if in_max == 0 else (out_max / in_max > 10)):
+        outputs[0].flag(1, MSG_REL_WARN)
+
+
+def order_key(name: str, key: str) -> tuple[Any, ...]:
+    """msprobe's row order inside one API call: inputs (positional, then keywords), parameters, outputs."""
+    parts = name[len(key) + 1:].split(".")
+    return (_STATE.get(parts[0], 3),) + tuple((0, int(p)) if p.isdigit() else (1, 0) for p in parts[1:])
+
+
+# --------------------------------------------------------------------------- rows
+
+
+class RowFactory:
+    """Builds DumpRow objects without pydantic's per-field work (``model_construct`` costs ~50x more).
+
+    Every value comes from our own parser and arithmetic, so there is nothing to validate. The
+    instance is laid out as ``model_construct`` lays it out (``__dict__``, ``__pydantic_fields_set__``,
+    no extras, no private attributes) except that ``__dict__`` holds only the fields that differ
+    from their defaults (see DumpRow.__getattr__). The fields-set object is shared by the rows of
+    one factory: it only feeds ``exclude_unset``, and sharing saves ~700 bytes a row.
+    """
+
+    def __init__(self, fields_set: Iterable[str]) -> None:
+        self._fields_set = set(fields_set)
+
+    def wrap(self, data: dict[str, Any]) -> DumpRow:
+        """The row whose ``__dict__`` is ``data`` (kept, not copied)."""
+        row = _new_row(DumpRow)
+        _set(row, "__dict__", data)
+        _set(row, "__pydantic_fields_set__", self._fields_set)
+        _set(row, "__pydantic_extra__", None)
+        _set(row, "__pydantic_private__", None)
+        return row
+
+    def make(self, values: dict[str, Any]) -> DumpRow:
+        return self.wrap(dict(values))
+
+
+_new_row = DumpRow.__new__
+_set = object.__setattr__
+
+
+_ROW_FIELDS = ("name", "golden_name", "index", "golden_dtype", "target_dtype", "golden_shape", "target_shape",
+               "status", "message", "pair_method", "rank", "compare_mode", "golden_stats", "target_stats",
+               *DIFF_FIELDS, *REL_FIELDS, "golden_md5", "target_md5", "md5_equal", "golden_requires_grad",
+               "target_requires_grad", "na_reasons")
+
+
+def statistics_rows(golden: Dump, target: Dump, pairs: Sequence[Pair], rank: str | None = None,
+                    scalars: bool = True) -> StatRows:
+    """Rows for pairs without tensor data on both sides, judged by msprobe's statistics rules.
+
+    ``pairs`` must be in target execution order (as ``pair_entries`` gives them). With ``scalars``
+    the non-tensor arguments of the same API calls are compared too (they feed the rules and the CSV).
+    """
+    with gc_paused():
+        return _Engine(golden, target, rank).run(pairs, scalars)
+
+
+class _Engine:
+    """One rank pair's statistics rows: records grouped by API call, judged, then built as rows."""
+
+    def __init__(self, golden: Dump, target: Dump, rank: str | None) -> None:
+        self.golden = golden
+        self.target = target
+        self.rank = rank or None
+        self.factory = RowFactory(_ROW_FIELDS)
+        self.task = (golden.meta.get("task"), target.meta.get("task"))
+        self._last_index: dict[str, int] = {}  # API key -> target index of its last row (CSV placement)
+        self._md5_only = False  # some rows carry md5 but no statistics (kept out of the rules)
+
+    #: Pairs whose numbers are computed together: big enough for numpy to pay, small enough that the
+    #: per-chunk lists and arrays stay a few MB next to ~300k rows.
+    CHUNK = 32768
+
+    def run(self, pairs: Sequence[Pair], with_scalars: bool) -> StatRows:
+        out = StatRows()
+        t_by, g_by = self.target.by_name, self.golden.by_name
+        group: list[_Rec] = []
+        group_key: str | None = None
+        golden_key: str | None = None
+        seen_keys: set[str] = set()
+        for start in range(0, len(pairs), self.CHUNK):
+            chunk = pairs[start:start + self.CHUNK]
+            tes = [t_by[p.target_name] for p in chunk]
+            ges = [g_by[p.golden_name] for p in chunk]
+            with_stats = [i for i, (te, ge) in enumerate(zip(tes, ges, strict=True)) if te.stats and ge.stats]
+            nums = bulk_numbers([tes[i].stats for i in with_stats], [ges[i].stats for i in with_stats])
+            slot = dict(zip(with_stats, range(len(with_stats)), strict=True))
+            for i, p in enumerate(chunk):
+                te, ge = tes[i], ges[i]
+                if te.module_key != group_key:
+                    self._close(group, group_key, golden_key, out, with_scalars)
+                    group, group_key, golden_key = [], te.module_key, ge.module_key
+                    seen_keys.add(te.module_key)
+                rec = self._record(te, ge, p.method, nums, slot.get(i))
+                if rec is None:
+                    out.rows.append(self._skipped(te, ge, p.method))
+                else:
+                    group.append(rec)
+        self._close(group, group_key, golden_key, out, with_scalars)
+        if with_scalars:
+            after = -1
+            for key in self.target.scalars:
+                if key in self._last_index:
+                    after = self._last_index[key]
+                elif key not in seen_keys:  # a call with no tensor at all (or none paired)
+                    self._close([], key, key, out, True, after)
+        return out
+
+    # -- one record per pair ------------------------------------------------------------------
+    def _record(self, te: DumpEntry, ge: DumpEntry, method: str, nums: _Numbers, k: int | None) -> _Rec | None:
+        both_md5 = te.md5 is not None and ge.md5 is not None
+        if k is None and not both_md5:
+            return None
+        # Sparse (see DumpRow.__getattr__): defaults (status "pass", no message, no rank) are left
+        # out, and so are the seven differences a plain row's statistics give on access; what is
+        # left fits a small dict (~0.5 KB a row instead of 1.6 KB, on ~300k rows).
+        v: dict[str, Any] = {
+            "name": te.name, "golden_name": ge.name, "index": te.index, "golden_dtype": ge.dtype,
+            "target_dtype": te.dtype, "golden_shape": ge.shape, "target_shape": te.shape, "pair_method": method,
+            "compare_mode": "md5" if both_md5 else "statistics", "golden_stats": ge.stats or None,
+            "target_stats": te.stats or None, "golden_requires_grad": ge.requires_grad,
+            "target_requires_grad": te.requires_grad,
+        }
+        if k is not None:
+            rels = nums.rels[k]
+            v["norm_rel_diff"] = rels[3]  # stored: sorting and summaries read it on every row
+            if not nums.derivable[k]:
+                diffs = nums.diffs[k]
+                v["max_diff"], v["min_diff"], v["mean_diff"], v["norm_diff"] = diffs
+                v["max_rel_diff"], v["min_rel_diff"], v["mean_rel_diff"] = rels[:3]
+        if self.rank is not None:
+            v["rank"] = self.rank
+        if both_md5:
+            v["golden_md5"] = ge.md5
+            v["target_md5"] = te.md5
+            v["md5_equal"] = te.md5 == ge.md5
+        if k is None:
+            rec = _Rec(te.name, te.index, None, v)
+            rec.judged = False
+            self._md5_only = True
+            return rec
+        reasons = nums.reasons.get(k)
+        if reasons:
+            v["na_reasons"] = reasons
+        rec = _Rec(te.name, te.index, nums.norm_rule[k], v)
+        rec.t_bad = nums.t_bad[k]
+        rec.g_bad = nums.g_bad[k]
+        if te.dtype != ge.dtype:
+            rec.dtype_differs = "qkv" not in ge.name and "gate_up" not in ge.name
+        if te.shape != ge.shape:
+            rec.shape_differs = True
+        if te.requires_grad != ge.requires_grad:
+            rec.grad_differs = True
+        return rec
+
+    def _skipped(self, te: DumpEntry, ge: DumpEntry, method: str) -> DumpRow:
+        sides = [side for side, e in (("golden", ge), ("target", te)) if not e.stats and not e.has_data]
+        tasks = ", ".join(f"{s} task {t!r}" for s, t in zip(("golden", "target"), self.task, strict=True))
+        where = " and ".join(sides) + (" dumps" if len(sides) > 1 else " dump") if sides else "dumps"
+        msg = f"no tensor data, statistics or md5 in the {where} ({tasks}). " + REDUMP_HINT
+        return self.factory.make({
+            "name": te.name, "golden_name": ge.name, "index": te.index, "golden_dtype": ge.dtype,
+            "target_dtype": te.dtype, "golden_shape": ge.shape, "target_shape": te.shape, "pair_method": method,
+            "rank": self.rank, "compare_mode": "statistics", "status": "skipped", "message": msg,
+            "golden_stats": ge.stats or None, "target_stats": te.stats or None,
+            "golden_requires_grad": ge.requires_grad, "target_requires_grad": te.requires_grad,
+        })
+
+    # -- one API call -------------------------------------------------------------------------
+    def _close(self, group: list[_Rec], key: str | None, golden_key: str | None, out: StatRows,
+               with_scalars: bool, after: int = -1) -> None:
+        if key is None:
+            return
+        if group:
+            self._last_index[key] = group[-1].order
+        srows: list[ScalarRow] = []
+        srecs = self._scalar_records(key, golden_key or key, group, after, srows) \
+            if with_scalars and key in self.target.scalars else []
+        recs = group + srecs if srecs else group
+        # msprobe's row order matters to its rules only for "the first output"
+        if any(r.is_out for r in srecs) or any(".parameters." in r.name for r in group):
+            recs = sorted(recs, key=lambda r: order_key(r.name, key))
+        judge_api([r for r in recs if r.judged] if self._md5_only else recs)
+        rows = out.rows
+        for r in group:
+            rows.append(self._row(r))
+        for r in srecs:
+            srow: ScalarRow = r.payload
+            srow.status, srow.messages = _LEVELS[r.level], r.msgs
+            if srow.md5_equal is True:
+                srow.status, srow.messages = "pass", []
+            elif srow.md5_equal is False:
+                srow.messages = r.msgs + [MSG_MD5]
+        out.scalar_rows.extend(srows)
+
+    def _row(self, r: _Rec) -> DumpRow:
+        v = r.payload
+        status = _LEVELS[r.level]
+        msgs = r.msgs
+        if v["compare_mode"] == "md5":
+            if v["md5_equal"]:
+                status, msgs = "pass", []
+            elif not r.judged:
+                status, msgs = "warning", [MSG_MD5 + " (no statistics on both sides to tell by how much)"]
+            else:
+                msgs = msgs + [MSG_MD5]
+        if status != "pass":
+            v["status"] = status
+        if msgs:
+            v["message"] = "; ".join(msgs)
+        return self.factory.wrap(v)
+
+    def _scalar_records(self, key: str, golden_key: str, group: list[_Rec], after: int,
+                        srows: list[ScalarRow]) -> list[_Rec]:
+        """Records for the call's non-tensor arguments (those with a golden counterpart); every
+        compared one is appended to ``srows``. An argument equal on both sides can flag nothing, so
+        it gets a record only where it is an output (msprobe's warning lands on the first output)."""
+        t_list = self.target.scalars.get(key) or []
+        g_list = self.golden.scalars.get(golden_key, [])
+        md5_mode = any("md5_equal" in r.payload for r in group)
+        first = group[0].order if group else None
+        if group:
+            after = group[-1].order
+        same_names = golden_key == key and len(t_list) == len(g_list)
+        g_by: dict[str, ScalarArg] | None = None
+        recs = []
+        rank = self.rank
+        for i, ts in enumerate(t_list):
+            gs = g_list[i] if same_names else None
+            if gs is None or gs.name != ts.name:
+                if g_by is None:
+                    g_by = {s.name: s for s in g_list}
+                gs = g_by.get(golden_key + ts.name[len(key):])
+                if gs is None:
+                    continue
+            srow = ScalarRow(ts, gs, key, gs.name, rank, first, after)
+            srows.append(srow)
+            tv, gv = ts.value, gs.value
+            if tv == gv and type(tv) is type(gv) and ts.type == gs.type:
+                if md5_mode:
+                    srow.md5_equal = True
+                if ".output." in ts.name:
+                    recs.append(_Rec(ts.name, after, None, srow))
+                continue
+            if md5_mode:
+                srow.md5_equal = str(tv) == str(gv)
+            recs.append(self._scalar_record(ts, gs, after, srow))
+        return recs
+
+    @staticmethod
+    def _scalar_record(ts: ScalarArg, gs: ScalarArg, after: int, srow: ScalarRow) -> _Rec:
+        tv, gv = scalar_stat(ts), scalar_stat(gs)
+        rec = _Rec(ts.name, after, _norm_for_rules(tv, gv), srow)
+        rec.t_bad = _bad_max_min({"Max": tv})
+        rec.g_bad = _bad_max_min({"Max": gv})
+        t_dtype, g_dtype = scalar_dtype(ts), scalar_dtype(gs)
+        rec.dtype_differs = t_dtype != g_dtype
+        rec.shape_differs = scalar_shape(ts) != scalar_shape(gs)
+        rec.scalar_differs = "class" in t_dtype and "class" in g_dtype and scalar_shape(ts) == "[]" and tv != gv
+        return rec
