@@ -234,7 +234,7 @@ def _write_scalars(out: _Lines, srows: list[Any], stacks: _Stacks, last_api: tup
         api = (s.rank or "", s.key)
         stack = stacks.cell(api[0], s.key) if api != last_api else "N/A"
         last_api = api
-        out.cells(_scalar_line(s, stack, mixed))
+        out.line(_scalar_line(s, stack, mixed))
     return last_api
 
 
@@ -446,19 +446,23 @@ def _float_texts(x: np.ndarray, suffix: str = "") -> list[str]:
     return out.tolist()  # type: ignore[no-any-return]
 
 
-def _scalar_line(s: Any, stack: str, mixed: bool) -> list[Any]:
+def _scalar_line(s: Any, stack: str, mixed: bool) -> str:
+    """A non-tensor argument's row, as msprobe prints it (its value in all four statistics columns)."""
     from acc_agent.tools._stat_rows import scalar_dtype, scalar_md5, scalar_shape, scalar_stat, stat_cells
 
     tv, gv = scalar_stat(s.target), scalar_stat(s.golden)
     diff, rel = stat_cells(tv, gv)
-    line: list[Any] = [s.name, s.golden_name, scalar_dtype(s.target), scalar_dtype(s.golden), scalar_shape(s.target),
-                       scalar_shape(s.golden), "N/A", "N/A", diff, diff, diff, diff, rel, rel, rel, rel]
-    line += [_text(tv)] * 4 + [_text(gv)] * 4
-    line += ["True", s.status, json.dumps(s.messages) if s.messages else "[]", stack, "scalar", s.rank or "", "",
-             "exact", scalar_md5(s.target), scalar_md5(s.golden), "" if s.md5_equal is None else str(s.md5_equal)]
-    if mixed:
-        line += [""] * len(SIX)
-    return line
+    diff, rel = _quoted(diff), _quoted(rel)
+    t_text, g_text = _text(tv), _text(gv)
+    name = _quoted(s.name)
+    text = (f"{name},{name if s.golden_name == s.name else _quoted(s.golden_name)},"
+            f"{_quoted(scalar_dtype(s.target))},{_quoted(scalar_dtype(s.golden))},{_quoted(scalar_shape(s.target))},"
+            f"{_quoted(scalar_shape(s.golden))},N/A,N/A,{diff},{diff},{diff},{diff},{rel},{rel},{rel},{rel},"
+            f"{t_text},{t_text},{t_text},{t_text},{g_text},{g_text},{g_text},{g_text},True,{s.status},"
+            f"{_quoted(json.dumps(s.messages)) if s.messages else '[]'},{stack if stack == 'N/A' else _quoted(stack)},"
+            f"scalar,{_quoted(s.rank or '')},,exact,{scalar_md5(s.target)},{scalar_md5(s.golden)},"
+            f"{'' if s.md5_equal is None else s.md5_equal}")
+    return text + ("," * len(SIX) if mixed else "") + "\n"
 
 
 def _text(v: Any) -> str:

@@ -26,6 +26,7 @@ import math
 import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -285,6 +286,16 @@ def stat_arrays(t_stats: Sequence[Any], g_stats: Sequence[Any]) -> tuple[np.ndar
     Rows with anything else (an int, a bool, None, a missing key) are zeros in the arrays and
     False in the mask: the caller treats them value by value."""
     n = len(t_stats)
+    try:  # the usual chunk: every value a float, so the whole chunk in C loops
+        t_vals = list(map(_GET4, t_stats))
+        g_vals = list(map(_GET4, g_stats))
+    except (KeyError, TypeError):
+        pass
+    else:
+        if _FLOATS.issuperset(map(type, chain.from_iterable(t_vals))) \
+                and _FLOATS.issuperset(map(type, chain.from_iterable(g_vals))):
+            return (np.array(t_vals, dtype=np.float64).reshape(n, 4), np.array(g_vals, dtype=np.float64).reshape(n, 4),
+                    np.ones(n, dtype=bool))
     plain = [False] * n
     zero = (0.0, 0.0, 0.0, 0.0)
     t_rows: list[tuple[float, ...]] = [zero] * n
