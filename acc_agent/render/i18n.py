@@ -89,8 +89,8 @@ STRINGS: dict[str, dict[str, str]] = {
     "sc_as_target": {"en": "as target", "zh": "与目标侧相同"},
     "lbl_ratio": {"en": "ratios:", "zh": "比值："},
     # performance gaps
-    "na_cpu_not_requested": {"en": "CPU baseline not requested (seed 002: CPU only when the project asks for it)",
-                             "zh": "未要求 CPU 基线（seed 002：仅在项目要求时对比 CPU）"},
+    "na_cpu_not_requested": {"en": "CPU baseline not requested (a CPU baseline is used only when the project asks for it)",
+                             "zh": "未要求 CPU 基线（仅在项目要求时对比 CPU）"},
     "na_batch_not_measured": {"en": "batch {bs} not measured", "zh": "batch {bs} 未测量"},
     "na_both_sides": {"en": "needs both sides", "zh": "需要两侧数据"},
     "na_no_kpi": {"en": "no KPI", "zh": "无 KPI"},

@@ -99,7 +99,7 @@ def _final_agrees(final: Tensor | None) -> bool:
 def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Dump | None, use_bench: bool,
                    compared_by: str) -> tuple[FirstDivergence | None, Diagnosis]:
     tensors = in_pass(graph, direction)
-    base = explain.base_fields(use_bench, graph, tensors, direction, compared_by)
+    base = explain.base_fields(use_bench, tensors, direction, compared_by)
     counted = [t for t in tensors if t.judged]
     if not counted:
         return None, Diagnosis(
@@ -125,12 +125,10 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
     if finding.enters == "data_input":
         return _input_mismatch(finding, golden, target, base)
     t = finding.tensor
-    if finding.enters in ("operator", "overflow"):
-        ends = dead_end(t, graph)
-        if finding.enters == "overflow" and ends is True:
-            return explain.layer_mismatch(t, final, [], True, base)
+    ends = dead_end(t, graph) if finding.enters in ("operator", "overflow") else None
+    if finding.enters == "overflow" and ends is True:
+        return explain.layer_mismatch(t, final, [], True, base)
     if finding.enters == "operator":
-        ends = dead_end(t, graph)
         if t.gross and (ends is True or (ends is None and _final_agrees(final) and final is not t)):
             transforms = _transforms([t], golden, target, input_side=False)
             return explain.layer_mismatch(t, final, transforms, ends is True, base)
@@ -144,7 +142,7 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
                               "Pass a bench run (--bench) to judge each layer against the baseline hardware."],
                 details={"excursion": t.name, "final_row": final.name if final else None}, **base)
         growth = _growth(final, t)
-        if growth is not None and growth >= budgets.GROWTH_RATIO and final is not None and final.beyond is not None:
+        if growth is not None and growth >= budgets.GROWTH_RATIO and final is not None:
             return None, explain.accumulation(t, final, growth, graph, direction, base)
     return _operator_fault(finding, final, graph, golden, target, use_bench, direction, base)
 

@@ -111,8 +111,7 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
             "within precision")
 
 
-def base_fields(use_bench: bool, graph: Graph, tensors: list[Tensor], direction: str,
-                compared_by: str) -> dict[str, Any]:
+def base_fields(use_bench: bool, tensors: list[Tensor], direction: str, compared_by: str) -> dict[str, Any]:
     against, note = judgement_note(use_bench, {t.m.dtype for t in tensors if t.m.dtype}, compared_by)
     counted = [t for t in tensors if t.judged]
     return {"judged_against": against, "judgement_note": note,

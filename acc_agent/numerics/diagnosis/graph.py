@@ -135,10 +135,6 @@ class Node:
     def computing(self) -> bool:
         return not self.children
 
-    @property
-    def collective(self) -> bool:
-        return self.key.startswith(COLLECTIVE_PREFIXES)
-
     def ancestors(self) -> list[Node]:
         out, cur = [], self.parent
         while cur is not None:

@@ -119,8 +119,6 @@ def _incoming_error(t: Tensor) -> float | None:
         return None
     errs = [x.err for x in t.node.inputs if x.err is not None]
     if not errs:
-        if t.role == "tensor" and t.producer is None:
-            return None
         return None
     finite = [e for e in errs if math.isfinite(e)]
     return max(finite) if len(finite) == len(errs) else math.inf

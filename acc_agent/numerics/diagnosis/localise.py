@@ -178,14 +178,6 @@ def _first_overflow(graph: Graph, direction: str) -> Finding | None:
     return None
 
 
-def first_nonfinite_input(graph: Graph, direction: str) -> Tensor | None:
-    """An input leaf that already holds Inf/NaN (no call produced them)."""
-    for t in in_pass(graph, direction):
-        if t.is_input and t.producer is None and t.m.target_nonfinite and not t.m.golden_nonfinite:
-            return t
-    return None
-
-
 def final_tensor(graph: Graph, direction: str) -> Tensor | None:
     """The pass's end result: the worst output of the last innermost call that has one."""
     for node in reversed(graph.nodes):

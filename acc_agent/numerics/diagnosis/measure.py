@@ -51,10 +51,6 @@ def entry(dump: Dump | None, name: str | None) -> DumpEntry | None:
     return dump.by_name.get(name)
 
 
-def _finite(v: float | None) -> bool:
-    return v is not None and math.isfinite(v)
-
-
 def stats_nonfinite(stats: dict[str, float | None] | None) -> bool:
     if not stats:
         return False
@@ -215,9 +211,6 @@ def _shapes_differ(row: DumpRow) -> bool:
         return False
     return [s for s in row.golden_shape if s != 1] != [s for s in row.target_shape if s != 1]
 
-
-def finite_or_none(v: float | None) -> float | None:
-    return v if _finite(v) else None
 
 
 def _has_tensor_metrics(row: DumpRow) -> bool:

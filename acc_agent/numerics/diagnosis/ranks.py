@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, RankFinding
+from acc_agent.numerics.diagnosis.graph import COLLECTIVE_PREFIXES
 
 _SEVERITY = {"operator_fault": 0, "input_mismatch": 1, "precision_accumulation": 2, "layer_mismatch": 3,
              "no_layer_fault": 9}
@@ -31,7 +32,7 @@ def rank_name(key: str) -> str:
 def _via_collective(fd: FirstDivergence | None) -> bool:
     if fd is None or fd.module is None:
         return False
-    return fd.module.startswith(("Distributed.", "distributed.")) and fd.enters_through == "operator"
+    return fd.module.startswith(COLLECTIVE_PREFIXES) and fd.enters_through == "operator"
 
 
 def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Diagnosis]:
