@@ -584,7 +584,7 @@ def _exact_pairs(golden: Dump, target: Dump, mapping: dict[str, str] | None) -> 
     golden_left = {e.name for e in golden.entries}
     result = Pairing()
     for e in target.entries:
-        want = _mapped(e.name, mapping, prefixes)
+        want = _mapped(e.name, mapping, prefixes) if mapping else None
         if want is not None and want in golden_left:
             result.pairs.append(Pair(want, e.name, "mapping"))
             golden_left.discard(want)

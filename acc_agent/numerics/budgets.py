@@ -53,11 +53,13 @@ def canonical_dtype(raw: str | None) -> str | None:
     return _ALIASES.get(text, text)
 
 
+@lru_cache(maxsize=256)
 def is_float(dtype: str | None) -> bool:
     d = canonical_dtype(dtype)
     return d is not None and d in _PRECISION_BITS
 
 
+@lru_cache(maxsize=256)
 def unit_roundoff(dtype: str | None) -> float:
     """2^-p for a float format; 0.0 for integers and bools (they must match exactly)."""
     d = canonical_dtype(dtype)
@@ -67,6 +69,7 @@ def unit_roundoff(dtype: str | None) -> float:
     return 0.0 if bits is None else 2.0**-bits
 
 
+@lru_cache(maxsize=256)
 def budget(dtype: str | None) -> float:
     """Relative L2 error that rounding in ``dtype`` explains on its own (0 for integer tensors).
 
@@ -81,6 +84,7 @@ def budget(dtype: str | None) -> float:
     return max(BUDGET_ROUNDINGS * u, ratio_floor(dtype))
 
 
+@lru_cache(maxsize=256)
 def ratio_floor(dtype: str | None) -> float:
     """Smallest bench error a target/bench ratio divides by (msprobe's min_err; else one roundoff)."""
     d = canonical_dtype(dtype)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ from typing import TYPE_CHECKING
 
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis.measure import STAT_KEYS, Measured, entry, measure_rows
+
+_GET_STATS = operator.itemgetter(*STAT_KEYS)
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump, DumpEntry
@@ -118,6 +121,7 @@ class Tensor:
 class Node:
     key: str
     pos: int
+    direction: str = "forward"
     inputs: list[Tensor] = field(default_factory=list)
     outputs: list[Tensor] = field(default_factory=list)
     parent: Node | None = None
@@ -161,14 +165,13 @@ class Graph:
 # --------------------------------------------------------------------------- building
 
 
-def _key_role(row: DumpRow, target: Dump | None) -> tuple[str, str]:
-    e = entry(target, row.name)
-    if e is not None and e.module_key and row.name.startswith(e.module_key):
+def _key_role(name: str, e: DumpEntry | None) -> tuple[str, str]:
+    if e is not None and e.module_key and name.startswith(e.module_key):
         role = {"parameter": "parameters"}.get(e.role, e.role)
         if role == "tensor":
-            return split_name(row.name)
+            return split_name(name)
         return e.module_key, role
-    return split_name(row.name)
+    return split_name(name)
 
 
 def build(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: Dump | None,
@@ -176,20 +179,16 @@ def build(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: 
     tensors: list[Tensor] = []
     nodes: dict[str, Node] = {}
     measured = measure_rows(rows, golden, target, bench, precision)
-    node_direction: dict[str, str] = {}
+    t_by = target.by_name if target is not None else {}
     for pos, row in enumerate(rows):
-        key, role = _key_role(row, target)
-        arg = row.name[len(key) + 1:] if row.name.startswith(key + ".") else row.name
+        name = row.name
+        key, role = _key_role(name, t_by.get(name))
+        arg = name[len(key) + 1:] if name.startswith(key) and name[len(key):len(key) + 1] == "." else name
         node = nodes.get(key)
         if node is None:
-            node = nodes[key] = Node(key, pos)
-            direction = _direction(key)
-        else:
-            direction = node_direction[key]
-        node_direction[key] = direction
-        t = Tensor(row, pos, row.name, key, role, arg, measured[pos], direction=direction)
-        t.node = node
-        (node.inputs if t.is_input else node.outputs).append(t)
+            node = nodes[key] = Node(key, pos, direction=_direction(key))
+        t = Tensor(row, pos, name, key, role, arg, measured[pos], node, direction=node.direction)
+        (node.inputs if role == "input" or role == "parameters" else node.outputs).append(t)
         tensors.append(t)
     ordered = sorted(nodes.values(), key=lambda n: n.pos)
     _nest(ordered, nodes, target or golden)
@@ -231,12 +230,12 @@ def _nest(ordered: list[Node], nodes: dict[str, Node], dump: Dump | None) -> Non
     for n in ordered:
         path = paths[n.key]
         if n.is_module and path is not None:
-            by_path.setdefault((_direction(n.key), path), []).append(n)
+            by_path.setdefault((n.direction, path), []).append(n)
     for n in ordered:
         path = paths[n.key]
         if not n.is_module or path is None:
             continue
-        d = _direction(n.key)
+        d = n.direction
         parts = path.split(".") if path not in ROOT_MODULE_PATHS else []
         prefixes = [".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
         prefixes += [r for r in ROOT_MODULE_PATHS if r != path]
@@ -247,8 +246,8 @@ def _nest(ordered: list[Node], nodes: dict[str, Node], dump: Dump | None) -> Non
                 break
     roots = {d: nodes_ for (d, p), nodes_ in by_path.items() if p in ROOT_MODULE_PATHS}
     for n in ordered:
-        if not n.is_module and _direction(n.key) in roots:
-            n.parent = _nearest(roots[_direction(n.key)], n.pos)
+        if not n.is_module and n.direction in roots:
+            n.parent = _nearest(roots[n.direction], n.pos)
     for n in ordered:
         if n.parent is not None:
             n.parent.children.append(n)
@@ -264,28 +263,39 @@ def _direction(key: str) -> str:
     return "backward" if (".backward" in key or "parameters_grad" in key) else "forward"
 
 
+def _numel(shape: list[int] | None) -> int | None:
+    if shape is None:
+        return None
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
 def _fingerprint(e: DumpEntry | None) -> tuple[object, ...] | None:
     if e is None:
         return None
-    md5 = getattr(e, "md5", None)
-    numel = None
-    if e.shape is not None:
-        numel = 1
-        for s in e.shape:
-            numel *= int(s)
+    md5 = e.md5
     if md5:
-        return ("md5", e.dtype, numel, md5)
-    stats = [e.stats.get(k) for k in STAT_KEYS]
-    if any(v is None for v in stats):
+        return ("md5", e.dtype, _numel(e.shape), md5)
+    st = e.stats
+    try:
+        stats = _GET_STATS(st)
+    except KeyError:
         return None
-    return ("stats", e.dtype, numel, *stats)
+    if None in stats:
+        return None
+    return ("stats", e.dtype, _numel(e.shape), *stats)
 
 
 def _link(graph: Graph, golden: Dump | None, target: Dump | None) -> str:
     """Give every input its producer (the latest earlier computing output holding the same data)."""
+    g_by = golden.by_name if golden is not None else {}
+    t_by = target.by_name if target is not None else {}
+
     def prints(t: Tensor) -> tuple[object, ...] | None:
-        fp = _fingerprint(entry(golden, t.row.golden_name or t.name))
-        return fp if fp is not None else _fingerprint(entry(target, t.name))
+        fp = _fingerprint(g_by.get(t.row.__dict__.get("golden_name") or t.name))
+        return fp if fp is not None else _fingerprint(t_by.get(t.name))
 
     have_prints = any(prints(t) is not None for t in graph.tensors[:64])
     latest: dict[tuple[object, ...], Tensor] = {}
@@ -332,7 +342,7 @@ def _classify_leaves(graph: Graph, golden: Dump | None) -> None:
     first_input: dict[str, Tensor] = {}
     for node in graph.nodes:
         if node.inputs:
-            d = _direction(node.key)
+            d = node.direction
             first_input.setdefault(d, node.inputs[0])
     data_prints = {d: _fingerprint(entry(golden, t.row.golden_name or t.name)) for d, t in first_input.items()}
     for t in graph.tensors:

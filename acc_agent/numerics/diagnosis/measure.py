@@ -18,6 +18,7 @@ know where Inf/NaN first appear, not only that a row is bad.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ STAT_KEYS = ("Max", "Min", "Mean", "Norm")
 PRECISION_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 
 
-@dataclass
+@dataclass(slots=True)
 class Measured:
     """A row's error figures and what they were computed from."""
 
@@ -228,65 +229,90 @@ def measure_rows(rows: list[DumpRow], golden: Dump | None, target: Dump | None, 
 
     out: list[Measured | None] = [None] * len(rows)
     idx: list[int] = []
-    cols: list[list[float]] = [[] for _ in range(13)]
+    g_rows: list[tuple[Any, ...]] = []
+    t_rows: list[tuple[Any, ...]] = []
+    b_rows: list[tuple[Any, ...]] = []
+    numels: list[float] = []
+    numel_of: dict[int, tuple[list[int], float]] = {}
     nan = math.nan
     g_by = golden.by_name if golden is not None else {}
     t_by = target.by_name if target is not None else {}
     b_by = bench.by_name if bench is not None else None
     dtypes: dict[tuple[str | None, str | None], str | None] = {}
     row_dtypes: list[str | None] = []
-    md5: list[tuple[str | None, str | None, bool]] = []
+    md5: list[tuple[str | None, str | None, bool] | None] = []
+    get_stats = _STAT_GETTER
     for i, row in enumerate(rows):
-        g_name = row.golden_name or row.name
+        d = row.__dict__  # statistics rows are sparse (DumpRow.__getattr__): read with the defaults
+        name = d["name"]
+        g_name = d.get("golden_name") or name
         g_e = g_by.get(g_name)
-        t_e = t_by.get(row.name)
-        if (row.status == "unmatched" or _has_tensor_metrics(row) or g_e is None or t_e is None
-                or row.status == "error" or _shapes_differ(row)):
+        t_e = t_by.get(name)
+        status = d.get("status", "pass")
+        g_shape, t_shape = d.get("golden_shape"), d.get("target_shape")
+        if (status == "unmatched" or status == "error" or g_e is None or t_e is None
+                or d.get("euc_dist") is not None or d.get("cosine") is not None
+                or (g_shape != t_shape and _shapes_differ(row))):
             out[i] = measure_row(row, golden, target, bench, precision)
             continue
-        gs, ts = g_e.stats, t_e.stats
         idx.append(i)
-        for c, k in enumerate(STAT_KEYS):
-            v = gs.get(k)
-            cols[c].append(nan if v is None else v)
-            v = ts.get(k)
-            cols[4 + c].append(nan if v is None else v)
-        bs = None
+        try:
+            g4 = get_stats(g_e.stats)
+        except KeyError:
+            g4 = tuple(g_e.stats.get(k) for k in STAT_KEYS)
+        try:
+            t4 = get_stats(t_e.stats)
+        except KeyError:
+            t4 = tuple(t_e.stats.get(k) for k in STAT_KEYS)
+        g_rows.append(g4)
+        t_rows.append(t4)
         if b_by is not None:
-            b_e = b_by.get(g_name) or b_by.get(row.name)
-            bs = b_e.stats if b_e is not None else None
-        for c, k in enumerate(STAT_KEYS):
-            v = bs.get(k) if bs else None
-            cols[8 + c].append(nan if v is None else v)
-        shape = g_e.shape or row.golden_shape
-        n = 1
-        for s in shape or ():
-            n *= int(s)
-        cols[12].append(float(n) if shape is not None else nan)
-        key = (t_e.dtype, row.target_dtype)
-        if key not in dtypes:
-            dtypes[key] = row_dtype(row, t_e, precision)
-        row_dtypes.append(dtypes[key])
-        md5.append((getattr(g_e, "md5", None), getattr(t_e, "md5", None), g_e.dtype == t_e.dtype))
+            b_e = b_by.get(g_name) or b_by.get(name)
+            bs = b_e.stats if b_e is not None else {}
+            b_rows.append(tuple(bs.get(k) for k in STAT_KEYS))
+        shape = g_e.shape or g_shape
+        if shape is None:
+            numels.append(nan)
+        else:
+            n = numel_of.get(id(shape))
+            if n is None or n[0] is not shape:
+                count = 1
+                for s in shape:
+                    count *= int(s)
+                n = numel_of[id(shape)] = (shape, float(count))  # the list is kept: its id stays unique
+            numels.append(n[1])
+        t_dtype = t_e.dtype
+        key = (t_dtype, d.get("target_dtype"))
+        dt = dtypes.get(key, "")
+        if dt == "":
+            dt = dtypes[key] = row_dtype(row, t_e, precision)
+        row_dtypes.append(dt)
+        g_md5, t_md5 = g_e.md5, t_e.md5
+        md5.append(None if g_md5 is None and t_md5 is None else (g_md5, t_md5, g_e.dtype == t_dtype))
     if idx:
-        a = np.array(cols, dtype=np.float64)
+        g_arr = _stat_array(g_rows)
+        t_arr = _stat_array(t_rows)
+        b_arr = _stat_array(b_rows) if b_by is not None else None
+        n_arr = np.array(numels, dtype=np.float64)
         with np.errstate(all="ignore"):
-            err = _bulk_stat_error(a[0:4], a[4:8], a[12])
-            bench_err = _bulk_stat_error(a[0:4], a[8:12], a[12]) if b_by is not None else None
-            g_fin = np.isfinite(a[0:4]) | np.isnan(a[0:4])
-            t_fin = np.isfinite(a[4:8]) | np.isnan(a[4:8])
-            g_bad: Any = ~g_fin.all(axis=0)
-            t_bad: Any = ~t_fin.all(axis=0)
-            norm_ok = np.isfinite(a[3]) & np.isfinite(a[7]) & (a[3] > 0)
-            norm_err = np.where(norm_ok, np.abs(a[7] - a[3]) / np.where(norm_ok, a[3], 1.0), np.nan)
+            err = _bulk_stat_error(g_arr, t_arr, n_arr)
+            bench_err = _bulk_stat_error(g_arr, b_arr, n_arr) if b_arr is not None else None
+            g_bad = (np.isinf(g_arr)).any(axis=0).tolist()
+            t_bad = (np.isinf(t_arr)).any(axis=0).tolist()
+            norm_ok = np.isfinite(g_arr[3]) & np.isfinite(t_arr[3]) & (g_arr[3] > 0)
+            norm_err = np.where(norm_ok, np.abs(t_arr[3] - g_arr[3]) / np.where(norm_ok, g_arr[3], 1.0), np.nan)
+        errs = err.tolist()
+        norm_errs = norm_err.tolist()
+        bench_errs = bench_err.tolist() if bench_err is not None else None
         for j, i in enumerate(idx):
-            e = float(err[j])
+            e = errs[j]
             dtype = row_dtypes[j]
-            g_md5, t_md5, same_dtype = md5[j]
             kind = "statistics"
             reordered = False
-            value: float | None = None if math.isnan(e) else e
-            if g_md5 is not None and t_md5 is not None:
+            value: float | None = None if e != e else e
+            digests = md5[j]
+            if digests is not None and digests[0] is not None and digests[1] is not None:
+                g_md5, t_md5, same_dtype = digests
                 kind = "md5"
                 if g_md5 == t_md5:
                     value = 0.0
@@ -297,11 +323,33 @@ def measure_rows(rows: list[DumpRow], golden: Dump | None, target: Dump | None, 
                     reordered = same_dtype
             if value is None:
                 kind = "none"
-            b = None if bench_err is None or math.isnan(float(bench_err[j])) else float(bench_err[j])
-            ne = float(norm_err[j])
-            out[i] = Measured(value, b, kind, bool(t_bad[j]), bool(g_bad[j]), dtype, reordered,
-                              None if math.isnan(ne) else ne)
+            b = None
+            if bench_errs is not None:
+                b = bench_errs[j]
+                b = None if b != b else b
+            ne = norm_errs[j]
+            out[i] = Measured(value, b, kind, t_bad[j], g_bad[j], dtype, reordered, None if ne != ne else ne)
     return [m for m in out if m is not None]
+
+
+_STAT_GETTER = operator.itemgetter(*STAT_KEYS)
+
+
+def _stat_array(rows: list[tuple[Any, ...]]) -> Any:
+    """(4, n) float64 array of Max/Min/Mean/Norm tuples; None (an empty tensor's statistics) reads as NaN."""
+    import numpy as np
+
+    try:
+        return np.array(rows, dtype=np.float64).reshape(-1, 4).T
+    except (TypeError, ValueError):  # None or a non-numeric value somewhere: convert one by one
+        return np.array([[_as_float(v) for v in r] for r in rows], dtype=np.float64).reshape(-1, 4).T
+
+
+def _as_float(v: Any) -> float:
+    try:
+        return math.nan if v is None else float(v)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def _bulk_stat_error(g: Any, o: Any, numel: Any) -> Any:
