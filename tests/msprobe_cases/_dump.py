@@ -47,6 +47,10 @@ class Plan:
 # --------------------------------------------------------------------------- fault helpers
 
 
+#: The real ``F.<name>`` of every patched function.
+ORIGINAL: dict[str, Callable[..., Tensor]] = {}
+
+
 def patch_calls(name: str, calls: set[int] | None, wrong: Callable[..., Tensor]) -> None:
     """Make ``F.<name>`` wrong on the listed call numbers only (all calls when ``calls`` is None).
 
@@ -66,6 +70,7 @@ def patch_calls(name: str, calls: set[int] | None, wrong: Callable[..., Tensor])
 
     patched.__name__ = name
     patched.__qualname__ = name
+    ORIGINAL[name] = orig  # for wrong kernels built on the right one (F.<name> is msprobe's wrapper by then)
     setattr(F, name, patched)
 
 
@@ -400,6 +405,55 @@ class NormNet(nn.Module):
         return self.fc3(F.gelu(self.fc2(h)))
 
 
+class ConvBN(nn.Module):
+    """conv 3->8 (3x3), BatchNorm2d(8) in eval mode with non-trivial running statistics, relu, conv 8->4."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 4, 3, padding=1)
+        with torch.no_grad():
+            self.bn.running_mean.copy_(0.2 * torch.randn(8, generator=_gen(7)))
+            self.bn.running_var.copy_(0.5 + torch.rand(8, generator=_gen(8)))
+            self.bn.weight.copy_(1.0 + 0.1 * torch.randn(8, generator=_gen(9)))
+            self.bn.bias.copy_(0.1 * torch.randn(8, generator=_gen(11)))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.conv2(F.relu(self.bn(self.conv1(x))))
+
+
+class NormMLP(nn.Module):
+    """linear 16->32, layer norm (eps 1e-5), linear 32->8."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.norm = nn.LayerNorm(32)
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc2(self.norm(self.fc1(x)))
+
+
+def bn_batch_statistics(out: Tensor, _index: int, x: Tensor, running_mean: Any, running_var: Any,
+                        weight: Any = None, bias: Any = None, training: bool = False, momentum: float = 0.1,
+                        eps: float = 1e-5) -> Tensor:
+    """A batch norm kernel that normalises with the batch's statistics although called in eval mode."""
+    return ORIGINAL["batch_norm"](x, None, None, weight, bias, True, momentum, eps)
+
+
+def gelu_tanh(out: Tensor, _index: int, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """A GELU kernel that computes the tanh approximation although called with approximate='none'."""
+    return ORIGINAL["gelu"](x, approximate="tanh")
+
+
+def layer_norm_eps(out: Tensor, _index: int, x: Tensor, shape: Any, weight: Any = None, bias: Any = None,
+                   eps: float = 1e-5) -> Tensor:
+    """A fused layer norm that uses eps 1e-3 whatever eps it is called with."""
+    return ORIGINAL["layer_norm"](x, shape, weight, bias, 1e-3)
+
+
 # --------------------------------------------------------------------------- case builders
 
 
@@ -544,6 +598,27 @@ def _precision_drift(side: str) -> Plan:
     return Plan(_forward(model, _x((4, 16))))
 
 
+def _bn_batch_stats(side: str) -> Plan:
+    model = ConvBN().eval()
+    if side == "target":
+        patch_calls("batch_norm", None, bn_batch_statistics)
+    return Plan(_forward(model, _x((2, 3, 6, 6))))
+
+
+def _gelu_tanh(side: str) -> Plan:
+    model = MLP((16, 32, 32, 8))
+    if side == "target":
+        patch_calls("gelu", {0}, gelu_tanh)
+    return Plan(_forward(model, 3.0 * _x((4, 16))))
+
+
+def _layernorm_eps(side: str) -> Plan:
+    model = NormMLP()
+    if side == "target":
+        patch_calls("layer_norm", None, layer_norm_eps)
+    return Plan(_forward(model, 0.05 * _x((4, 16))))
+
+
 BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "tensor_l1_gelu": lambda side, rank: _mlp_gelu(side, "tensor"),
     "stats_l1_gelu": lambda side, rank: _mlp_gelu(side, "statistics"),
@@ -564,6 +639,9 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "renamed_l0": lambda side, rank: _renamed(side, "L0"),
     "fused": lambda side, rank: _fused(side),
     "precision_drift": lambda side, rank: _precision_drift(side),
+    "bn_batch_stats": lambda side, rank: _bn_batch_stats(side),
+    "gelu_tanh": lambda side, rank: _gelu_tanh(side),
+    "layernorm_eps": lambda side, rank: _layernorm_eps(side),
 }
 
 

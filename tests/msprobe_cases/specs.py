@@ -132,6 +132,18 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "by (1 + 1e-3 * |N(0,1)|) (deterministic, seeded by the call number), so the error grows layer "
              "by layer along the residual path with no single faulty layer.",
              "precision_accumulation", None, also_accept=("Functional.linear.0.forward",), drift=True),
+    CaseSpec("bn_batch_stats", "ConvBN: conv 3->8, BatchNorm2d(8) in eval mode (running statistics set), relu, "
+             "conv 8->4; x (2, 3, 6, 6), fp32, L1 tensor, forward only. The target's batch_norm kernel "
+             "normalises with the batch's own mean and variance although called with training=False (its "
+             "arguments are the golden's).", "operator_fault", "Functional.batch_norm.0.forward",
+             pass_="forward"),
+    CaseSpec("gelu_tanh", "MLP 16-32-32-8 with gelu, x scaled by 3, fp32, L1 tensor, forward only. The target's "
+             "FIRST gelu kernel computes the tanh approximation although called with approximate='none'.",
+             "operator_fault", "Functional.gelu.0.forward", pass_="forward"),
+    CaseSpec("layernorm_eps", "linear 16->32, LayerNorm(32) (eps 1e-5), linear 32->8; x scaled by 0.05 so the "
+             "variance is small; fp32, L1 tensor, forward only. The target's layer_norm kernel uses eps 1e-3 "
+             "whatever it is called with.", "operator_fault", "Functional.layer_norm.0.forward",
+             pass_="forward"),
 )}
 
 CASE_NAMES: tuple[str, ...] = tuple(SPECS)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, InputTransform
 from acc_agent.numerics import budgets
-from acc_agent.numerics.diagnosis import explain, leaves
+from acc_agent.numerics.diagnosis import explain, leaves, probes
 from acc_agent.numerics.diagnosis.graph import (
     ROOT_MODULE_PATHS,
     Graph,
@@ -159,6 +159,9 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                     use_bench: bool, direction: str, base: dict[str, Any]) -> tuple[FirstDivergence, Diagnosis]:
     t, node = f.tensor, f.node
     difference = None
+    measured = probes.probe(node, golden, target, t.m.dtype) if f.enters == "operator" else None
+    if measured is not None:
+        difference = measured.statement
     if f.enters in ("argument", "between_operators") and f.scalar is None:
         difference = leaves.describe(t, golden, target)
     elif f.scalar is not None:
@@ -191,17 +194,21 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                              "differs from the output it is); ",
     }.get(f.enters, "")
     explanation = lead + f"in the {direction} pass; " + tail
+    if measured is not None:
+        explanation += f" Measured on its recorded tensors: {measured.statement}."
     if first_layer:
         explanation += (" It is also the first layer that computes anything, so a precision setting applied to every "
                         "layer (quantisation, lower-precision kernels) would look the same here: re-run this layer "
                         "alone in higher precision to tell the two apart.")
     return fd, Diagnosis(
         category="operator_fault", explanation=explanation,
-        next_actions=explain.operator_actions(node, f, difference),
+        next_actions=explain.operator_actions(node, f, difference, measured, golden, target, direction),
         details={"operator": node.key, "final_row": final.name if final else None,
                  "growth_after_divergence": growth, "first_computing_layer": first_layer,
                  "enters_through": f.enters, "argument": f.argument, "difference": difference,
-                 "first_bad_tensor_inside": t.name if f.container is not None else None}, **base)
+                 "first_bad_tensor_inside": t.name if f.container is not None else None,
+                 "operator_family": probes.family(node.key),
+                 "measured_behaviour": measured.shows if measured is not None else None}, **base)
 
 
 def _transforms(rows: list[Tensor], golden: Dump | None, target: Dump | None, *,

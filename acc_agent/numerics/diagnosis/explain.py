@@ -7,12 +7,17 @@ how it differs when that was tested on the data, the pass (forward/backward) and
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, InputTransform, LayerGrowth
 from acc_agent.numerics import budgets
+from acc_agent.numerics.diagnosis import advice
 from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor
 from acc_agent.numerics.diagnosis.localise import Finding
+from acc_agent.numerics.diagnosis.probes import Probe
+
+if TYPE_CHECKING:
+    from acc_agent.io.dumps import Dump
 
 
 def fmt(v: float | None, spec: str = ".3g") -> str:
@@ -119,8 +124,11 @@ def base_fields(use_bench: bool, tensors: list[Tensor], direction: str, compared
             "pass_walked": direction, "compared_by": compared_by}
 
 
-def operator_actions(node: Node, f: Finding, difference: str | None) -> list[str]:
+def operator_actions(node: Node, f: Finding, difference: str | None, probe: Probe | None = None,
+                     golden: Dump | None = None, target: Dump | None = None, direction: str = "forward") -> list[str]:
     op = node.key
+    if f.enters == "operator":
+        return advice.actions(node, probe, golden, target, direction)
     if f.enters == "overflow":
         return [f"Find where values grow past the target dtype's range before {op}: compare the inputs' Max/Min with "
                 "the dtype's limit (65504 for FP16); scale the loss/inputs, keep this operator in FP32, or enable "
@@ -152,16 +160,7 @@ def operator_actions(node: Node, f: Finding, difference: str | None) -> list[str
                 "(register_hook, forward hooks), an in-place operation, a custom autograd Function or an operator "
                 "msprobe does not dump (view/transpose/cat, custom kernels).",
                 "Add that code to the dump (msprobe level mix, or a list of APIs) and compare again."]
-    return [
-        f"Reproduce {op} alone: feed it the golden inputs ({', '.join(x.name for x in node.inputs[:3]) or 'see the dump'}) "
-        "on both platforms and compare the outputs with compare_tensors — a difference there is the operator's.",
-        "Check how the operator is configured on the target (approximation variants, epsilon, dtype casts, "
-        "fused or replaced implementations).",
-        "If the operator is random or order-dependent (dropout, sampling, atomic reductions), first compare two "
-        "target runs of the same input (detect_nondeterminism): a random operator is not a migration fault.",
-        f"If the operator itself is wrong, send the vendor: {op}, its golden and target inputs and outputs, its "
-        "arguments and dtypes, the framework, torch_npu and CANN versions, and these compare rows.",
-    ]
+    return advice.actions(node, probe, golden, target, direction)
 
 
 def accumulation(start: Tensor, final: Tensor | None, growth: float, graph: Graph, direction: str,

@@ -1,0 +1,388 @@
+"""What the operator at fault actually computes: its recorded inputs re-run under a few hypotheses.
+
+"Check the epsilon of normalisations" is advice for every operator and therefore for none. When the
+dump holds tensor data, the first diverging call's own inputs are re-computed in float64 (numpy, on
+the CPU) under the hypotheses a migration typically breaks — erf vs tanh GELU, batch vs running
+statistics, another epsilon, softmax over another axis, dropout left on, or simply "does the output
+follow from the inputs at all" — and the one that reproduces the target's output is reported with
+its residual. Nothing is said when no hypothesis fits: the advice then stays generic.
+
+Every probe reads at most ``_MAX_ELEMENTS`` elements per tensor and refuses integer data where a
+float computation is tested; any failure to load or to broadcast ends the probe silently (the row
+already carries the loading error).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from acc_agent.numerics import budgets
+
+if TYPE_CHECKING:
+    from acc_agent.io.dumps import Dump
+    from acc_agent.numerics.diagnosis.graph import Node
+
+_MAX_ELEMENTS = 1 << 22
+#: A hypothesis "reproduces" an output when its relative L2 residual is below this many of the dtype's budget.
+_FIT_BUDGETS = 2.0
+#: ... and at least this many times smaller than the residual of the golden side's behaviour.
+_FIT_MARGIN = 4.0
+_EPS_CANDIDATES = (1e-5, 1e-6, 1e-12, 1e-8, 1e-3)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A measured statement about the operator at fault.
+
+    ``shows`` names what was found (stable, for advice and tests): ``gelu_tanh``, ``gelu_erf``,
+    ``batch_statistics``, ``running_statistics``, ``epsilon``, ``softmax_axis``, ``dropout_active``,
+    ``output_follows_inputs`` or ``output_not_from_inputs``."""
+
+    shows: str
+    statement: str
+    residual: float | None = None
+
+
+def family(key: str) -> str:
+    """The operator family of a call key, for advice: ``Functional.batch_norm.0.forward`` -> ``batch_norm``."""
+    from acc_agent.numerics.diagnosis.graph import api_name
+
+    name = api_name(key).lower().strip("_")
+    if name in _CASTS:
+        return "cast"
+    for fam, words in _FAMILIES:
+        if any(w in name for w in words):
+            return fam
+    return "other"
+
+
+_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("batch_norm", ("batch_norm", "batchnorm", "sync_batch")),
+    ("layer_norm", ("layer_norm", "layernorm", "rms_norm", "rmsnorm", "group_norm", "groupnorm", "instance_norm")),
+    ("attention", ("attention", "sdpa", "flash")),
+    ("softmax", ("softmax",)),
+    ("dropout", ("dropout",)),
+    ("embedding", ("embedding",)),
+    ("conv", ("conv",)),
+    ("linear", ("linear", "matmul", "addmm", "bmm", "baddbmm", "einsum", "mm")),
+    ("activation", ("gelu", "silu", "swiglu", "relu", "tanh", "sigmoid", "mish", "hardswish", "elu", "swish")),
+    ("resize", ("interpolate", "upsample", "pool", "resize", "grid_sample")),
+    ("reduction", ("sum", "mean", "cumsum", "norm", "var", "std", "prod", "max", "min", "topk", "sort")),
+)
+#: Casts are matched by the whole API name: "to" or "int" inside another name says nothing.
+_CASTS = frozenset({"to", "type", "float", "half", "bfloat16", "double", "int", "long", "bool", "type_as"})
+
+
+class _Args:
+    """A call's recorded tensor arguments and scalar arguments on one side, loaded on demand."""
+
+    def __init__(self, node: Node, dump: Dump | None, golden: bool) -> None:
+        self._dump = dump
+        self._names: dict[str, str] = {}
+        for t in node.inputs:
+            name = (t.row.golden_name or t.name) if golden else t.name
+            self._names[t.arg.removeprefix("input.").removeprefix("parameters.")] = name
+        self._outputs = [((t.row.golden_name or t.name) if golden else t.name) for t in node.outputs]
+        key = node.key
+        self.scalars: dict[str, object] = {}
+        for s in (getattr(dump, "scalars", None) or {}).get(key, []):
+            self.scalars[s.name[len(key) + 1:].removeprefix("input.")] = s.value
+
+    def tensor(self, *keys: str) -> np.ndarray | None:
+        for k in keys:
+            name = self._names.get(k)
+            if name is not None:
+                return self._load(name)
+        return None
+
+    def output(self) -> np.ndarray | None:
+        return self._load(self._outputs[0]) if self._outputs else None
+
+    def scalar(self, *keys: str) -> object:
+        for k in keys:
+            if k in self.scalars:
+                return self.scalars[k]
+        return None
+
+    def _load(self, name: str) -> np.ndarray | None:
+        if self._dump is None:
+            return None
+        try:
+            arr = self._dump.load(name)
+        except Exception:  # noqa: BLE001 - an unreadable tensor is already its row's error
+            return None
+        if arr.size > _MAX_ELEMENTS or arr.dtype.kind not in "fiub":
+            return None
+        return np.asarray(arr, dtype=np.float64)
+
+
+def probe(node: Node, golden: Dump | None, target: Dump | None, dtype: str | None) -> Probe | None:
+    """The hypothesis that reproduces the target output of ``node`` (tensor dumps only), or None."""
+    if golden is None or target is None or not node.outputs or node.outputs[0].m.measure != "tensor":
+        return None
+    fam = family(node.key)
+    run = _PROBES.get(fam)
+    if run is None:
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            return run(_Args(node, golden, True), _Args(node, target, False), _tolerance(dtype), node.key)
+    except (ValueError, TypeError, IndexError, ArithmeticError):
+        return None  # shapes that do not broadcast, arguments the probe cannot read: no claim
+
+
+def _tolerance(dtype: str | None) -> float:
+    return _FIT_BUDGETS * max(budgets.budget(dtype), 1e-6)
+
+
+def _residual(y: np.ndarray, ref: np.ndarray) -> float:
+    """Relative L2 distance of ``y`` from ``ref`` (inf when shapes differ)."""
+    if y.shape != ref.shape:
+        if y.size != ref.size:
+            return math.inf
+        y = y.reshape(ref.shape)
+    fin = np.isfinite(ref) & np.isfinite(y)
+    denom = float(np.linalg.norm(ref[fin]))
+    num = float(np.linalg.norm((y - ref)[fin]))
+    if denom == 0.0:
+        return 0.0 if num == 0.0 else math.inf
+    return num / denom
+
+
+def _pick(target_out: np.ndarray, golden_out: np.ndarray | None, hypotheses: dict[str, np.ndarray],
+          tol: float) -> tuple[str, float] | None:
+    """The hypothesis that reproduces the target output (and not the golden one), with its residual."""
+    fits = sorted(((_residual(target_out, y), name) for name, y in hypotheses.items()), key=lambda x: x[0])
+    if not fits or fits[0][0] > tol:
+        return None
+    best_res, best = fits[0]
+    others = [r for r, n in fits[1:]]
+    if others and min(others) < _FIT_MARGIN * max(best_res, 1e-12):
+        return None  # two hypotheses fit equally: the data cannot tell them apart
+    if golden_out is not None and _residual(golden_out, hypotheses[best]) <= tol:
+        return None  # the golden output fits it too: not what differs
+    return best, best_res
+
+
+# --------------------------------------------------------------------------- per family
+
+
+def _gelu(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
+    x, y = t.tensor("0"), t.output()
+    if x is None or y is None:
+        return None
+    hyps = {"erf": _gelu_erf(x), "tanh": 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))}
+    if "gelu" not in key.lower():
+        return _follows(g, t, tol, key)
+    got = _pick(y, g.output(), hyps, tol)
+    if got is None:
+        return _not_from_inputs(y, hyps, tol, key)
+    other = "erf" if got[0] == "tanh" else "tanh"
+    return Probe(f"gelu_{got[0]}", f"the target output of {key} equals the {_GELU_WORDS[got[0]]} GELU of its input "
+                                   f"(residual {got[1]:.2g}); the golden computes the {_GELU_WORDS[other]} one",
+                 got[1])
+
+
+_GELU_WORDS = {"erf": "exact (erf)", "tanh": "tanh-approximated"}
+
+
+def _gelu_erf(x: np.ndarray) -> np.ndarray:
+    erf = np.frompyfunc(math.erf, 1, 1)
+    return 0.5 * x * (1.0 + np.asarray(erf(x / math.sqrt(2.0)), dtype=np.float64))
+
+
+def _norm_axes(x: np.ndarray, weight: np.ndarray | None) -> tuple[int, ...]:
+    k = weight.ndim if weight is not None and weight.ndim >= 1 else 1
+    return tuple(range(x.ndim - k, x.ndim))
+
+
+def _layer_norm(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
+    x, y = t.tensor("0"), t.output()
+    if x is None or y is None:
+        return None
+    rms = "rms" in key.lower()
+    w = t.tensor("weight", "2" if not rms else "1", "gamma")
+    b = None if rms else t.tensor("bias", "3", "beta")
+    axes = _norm_axes(x, w)
+    golden_eps = _as_number(g.scalar("eps", "4" if not rms else "2", "epsilon"))
+    target_eps = _as_number(t.scalar("eps", "4" if not rms else "2", "epsilon"))
+    candidates = sorted({*_EPS_CANDIDATES, *(e for e in (golden_eps, target_eps) if e is not None)})
+    hyps = {}
+    for eps in candidates:
+        if rms:
+            out = x / np.sqrt(np.mean(x**2, axis=axes, keepdims=True) + eps)
+        else:
+            mu = np.mean(x, axis=axes, keepdims=True)
+            out = (x - mu) / np.sqrt(np.var(x, axis=axes, keepdims=True) + eps)
+        if w is not None:
+            out = out * w
+        if b is not None:
+            out = out + b
+        hyps[f"{eps:g}"] = out
+    got = _pick(y, g.output(), hyps, tol)
+    if got is None:
+        return _not_from_inputs(y, hyps, tol, key)
+    said = f" (the call records eps={target_eps:g})" if target_eps is not None and f"{target_eps:g}" != got[0] else ""
+    ref = f"; the golden side uses eps={golden_eps:g}" if golden_eps is not None else ""
+    return Probe("epsilon", f"the target output of {key} equals the normalisation with eps={got[0]} "
+                            f"(residual {got[1]:.2g}){said}{ref}", got[1])
+
+
+def _batch_norm(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
+    x, y = t.tensor("0"), t.output()
+    if x is None or y is None or x.ndim < 2:
+        return None
+    mean_r, var_r = t.tensor("running_mean", "1"), t.tensor("running_var", "2")
+    w, b = t.tensor("weight", "3"), t.tensor("bias", "4")
+    eps = _as_number(t.scalar("eps", "7")) or 1e-5
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    axes = (0, *range(2, x.ndim))
+
+    def affine(z: np.ndarray) -> np.ndarray:
+        if w is not None and w.size == x.shape[1]:
+            z = z * w.reshape(shape)
+        if b is not None and b.size == x.shape[1]:
+            z = z + b.reshape(shape)
+        return z
+
+    hyps = {"batch": affine((x - x.mean(axis=axes, keepdims=True)) / np.sqrt(x.var(axis=axes, keepdims=True) + eps))}
+    if mean_r is not None and var_r is not None and mean_r.size == x.shape[1] == var_r.size:
+        hyps["running"] = affine((x - mean_r.reshape(shape)) / np.sqrt(var_r.reshape(shape) + eps))
+    got = _pick(y, g.output(), hyps, tol)
+    if got is None:
+        return _not_from_inputs(y, hyps, tol, key)
+    if got[0] == "batch":
+        return Probe("batch_statistics", f"the target output of {key} equals normalisation with the batch's own "
+                                         f"mean and variance (residual {got[1]:.2g}): the layer runs in training "
+                                         "mode on the target (batch statistics) where the golden uses its running "
+                                         "statistics", got[1])
+    return Probe("running_statistics", f"the target output of {key} equals normalisation with the running mean and "
+                                       f"variance (residual {got[1]:.2g}): the target runs the layer in eval mode "
+                                       "where the golden normalises with batch statistics (training mode)", got[1])
+
+
+def _softmax(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
+    x, y = t.tensor("0"), t.output()
+    if x is None or y is None or x.ndim < 1:
+        return None
+    log = "log_softmax" in key.lower()
+    hyps = {}
+    for axis in range(x.ndim):
+        z = x - np.max(x, axis=axis, keepdims=True)
+        s = np.exp(z)
+        out = s / s.sum(axis=axis, keepdims=True)
+        hyps[str(axis - x.ndim)] = np.log(out) if log else out
+    recorded = _as_number(t.scalar("dim", "1"))
+    got = _pick(y, g.output(), hyps, tol)
+    if got is None:
+        return _not_from_inputs(y, hyps, tol, key)
+    said = f" (the call records dim={int(recorded)})" if recorded is not None else ""
+    return Probe("softmax_axis", f"the target output of {key} equals the softmax of its input over dim "
+                                 f"{got[0]}{said} (residual {got[1]:.2g}), not over the axis the golden uses", got[1])
+
+
+def _dropout(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
+    x, y, yg = t.tensor("0"), t.output(), g.output()
+    if x is None or y is None or yg is None or x.shape != y.shape:
+        return None
+    nz = x != 0
+    if not nz.any():
+        return None
+    t_zero = float(np.mean(y[nz] == 0))
+    g_zero = float(np.mean(yg[nz] == 0)) if yg.shape == x.shape else math.nan
+    if t_zero > 0.01 and not (g_zero > 0.01):
+        kept = nz & (y != 0)
+        scale = float(np.median(y[kept] / x[kept])) if kept.any() else math.nan
+        return Probe("dropout_active", f"{t_zero:.1%} of the target output of {key} is zeroed where the input is not "
+                                       f"and the rest is scaled by {scale:.3g}: dropout is active (training mode) on "
+                                       "the target; the golden passes its input through", None)
+    if g_zero > 0.01 and not (t_zero > 0.01):
+        return Probe("dropout_active", f"the golden zeroes {g_zero:.1%} of {key}'s output and the target none: "
+                                       "dropout is active on the golden side only", None)
+    return None
+
+
+def _linear(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
+    x, y = t.tensor("0"), t.output()
+    name = key.lower()
+    if x is None or y is None:
+        return None
+    if "linear" in name:
+        w, b = t.tensor("1", "weight"), t.tensor("2", "bias")
+        if w is None:
+            return None
+        ref = x @ w.T + (b if b is not None else 0.0)
+    elif "addmm" in name:
+        m1, m2 = t.tensor("1"), t.tensor("2")
+        if m1 is None or m2 is None:
+            return None
+        ref = x + m1 @ m2
+    else:
+        other = t.tensor("1", "other", "mat2")
+        if other is None:
+            return None
+        ref = x @ other
+    return _follows_from(y, ref, tol, key)
+
+
+def _follows(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
+    """Activations other than GELU: re-run the elementwise function."""
+    x, y = t.tensor("0"), t.output()
+    if x is None or y is None:
+        return None
+    name = key.lower()
+    fn: Callable[[np.ndarray], np.ndarray] | None = None
+    if "silu" in name or "swish" in name:
+        fn = lambda v: v / (1.0 + np.exp(-v))  # noqa: E731
+    elif "relu" in name:
+        fn = lambda v: np.maximum(v, 0.0)  # noqa: E731
+    elif "sigmoid" in name:
+        fn = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
+    elif "tanh" in name:
+        fn = np.tanh
+    if fn is None:
+        return None
+    return _follows_from(y, fn(x), tol, key)
+
+
+def _follows_from(y: np.ndarray, ref: np.ndarray, tol: float, key: str) -> Probe | None:
+    res = _residual(y, ref)
+    if res <= tol:
+        return Probe("output_follows_inputs", f"re-computing {key} in float64 from the target's own recorded inputs "
+                                              f"gives the target's output (residual {res:.2g}): the operator computes "
+                                              "what its inputs say", res)
+    if math.isfinite(res):
+        return Probe("output_not_from_inputs", f"re-computing {key} in float64 from the target's own recorded inputs "
+                                               f"does not give the target's output (residual {res:.2g}, allowed "
+                                               f"{tol:.2g}): the kernel computes something else", res)
+    return None
+
+
+def _not_from_inputs(y: np.ndarray, hyps: dict[str, np.ndarray], tol: float, key: str) -> Probe | None:
+    best = min((_residual(y, h) for h in hyps.values()), default=math.inf)
+    if math.isfinite(best) and best > _FIT_MARGIN * tol:
+        return Probe("output_not_from_inputs", f"none of the usual variants of {key} (re-computed in float64 from the "
+                                               f"target's recorded inputs) gives the target's output (best residual "
+                                               f"{best:.2g}): the kernel computes something else", best)
+    return None
+
+
+def _as_number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    return float(v)
+
+
+_PROBES: dict[str, Callable[[_Args, _Args, float, str], Probe | None]] = {
+    "activation": _gelu,
+    "layer_norm": _layer_norm,
+    "batch_norm": _batch_norm,
+    "softmax": _softmax,
+    "dropout": _dropout,
+    "linear": _linear,
+}
