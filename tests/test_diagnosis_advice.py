@@ -100,3 +100,31 @@ def test_statistics_dump_asks_for_tensor_data_before_the_vendor(msprobe_cases: d
     assert diag["details"]["measured_behaviour"] is None
     assert not any("vendor" in a for a in diag["next_actions"]), diag["next_actions"]
     assert any("tensor mode" in a and "compare_tensors" in a for a in diag["next_actions"]), diag["next_actions"]
+
+
+def test_rows_failing_msprobes_bar_are_counted_and_explained(msprobe_cases: dict[str, Case | BaseException],  # noqa: F811
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """bf16 target: earlier rows fail msprobe's bar (MaxAbsErr > 1e-3 on bf16 rounding). The answer says how
+    many (counted like msprobe's rule on the rows it returns) and why each was discounted."""
+    case = _case(msprobe_cases, "bf16_weight_scale")
+    capsys.readouterr()
+    with contextlib.suppress(SystemExit):
+        main(["compare-dumps", str(case.golden), str(case.target), "--json", "--all-rows"])
+    doc = json.loads(capsys.readouterr().out)
+    fd, diag = doc["first_divergence"], doc["diagnosis"]
+    expected = sum(1 for r in doc["rows"] if r["index"] < fd["index"] and r.get("cosine") is not None
+                   and (r["cosine"] < 0.99 or (r.get("max_abs_err") or 0.0) > 1e-3))
+    assert expected > 0, "the case must hold rows failing msprobe's bar before the fault"
+    assert diag["details"]["earlier_rows_failing_msprobe_bar"] == expected
+    listed = diag["details"]["discounted_rows"]
+    assert listed and all(x["why_discounted"] for x in listed)
+    assert "fail msprobe's bar" in fd["reason"] and "fail msprobe's bar" in diag["explanation"]
+
+
+def test_mask_fills_are_left_out_of_the_judged_error(msprobe_cases: dict[str, Case | BaseException],  # noqa: F811
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Attention scores filled with -10000 on both sides: the fill positions are excluded and the note says so."""
+    diag = _diagnose(_case(msprobe_cases, "weight_transposed"), capsys)["diagnosis"]
+    fills = diag["details"]["mask_fills_excluded"]
+    assert any(f["fill"] == -10000.0 and 0.3 < f["share"] < 0.5 for f in fills), fills
+    assert "left out of the error used for judging" in diag["judgement_note"]

@@ -71,9 +71,37 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         method = str(row.pair_method or "exact")
         methods[method] = methods.get(method, 0) + 1
     diag.details["pairing_methods"] = methods
+    _consistency(graph, fd, diag)
     diag.details["dataflow_linked_by"] = graph.linked_by
     _set_status(graph, use_bench, fd)
     return fd, diag
+
+
+def _consistency(graph: Graph, fd: FirstDivergence | None, diag: Diagnosis) -> None:
+    """Say how many earlier rows fail msprobe's bar and why they were discounted; note excluded mask fills."""
+    filled = [t for t in graph.tensors if t.m.fill is not None]
+    if filled:
+        diag.details["mask_fills_excluded"] = [{"row": t.name, "fill": t.m.fill, "share": round(t.m.fill_share, 4)}
+                                               for t in filled[:8]]
+        diag.judgement_note += (f" {len(filled)} tensors hold a large constant fill (masked positions such as "
+                                f"{filled[0].m.fill:g}) on both sides: those positions were left out of the error "
+                                "used for judging, since they would pull the cosine to 1.")
+    at = next((t for t in graph.tensors if fd is not None and t.name == fd.name), None)
+    if at is None:
+        return
+    count, listed = explain.msprobe_bar_check(graph, at)
+    diag.details["earlier_rows_failing_msprobe_bar"] = count
+    if not count:
+        return
+    diag.details["discounted_rows"] = listed
+    note = (f" {count} earlier row{'s' if count > 1 else ''} of this pass fail{'' if count > 1 else 's'} msprobe's "
+            f"bar (cosine < 0.99 or MaxAbsErr > 1e-3) and {'were' if count > 1 else 'was'} discounted: "
+            f"{listed[0]['row']} ({listed[0]['why_discounted']})" + ("; see discounted_rows." if count > 1 else "."))
+    if fd is not None:
+        seen = f" ({count} of them fail msprobe's bar: see the diagnosis' discounted_rows)"
+        for claim in ("is within precision", "every tensor before it agrees", "every recorded tensor before it agrees"):
+            fd.reason = fd.reason.replace(claim, claim + " within precision" * (not claim.endswith("precision")) + seen)
+    diag.explanation += note
 
 
 def _compared_by(graph: Graph) -> str:

@@ -218,3 +218,47 @@ def layer_mismatch(t: Tensor, final: Tensor | None, transforms: list[InputTransf
                       "or reshaped.",
                       "Check in-place operators and graph fusions on the target: dump the un-fused graph."],
         details={"bad_row": t.name, "final_row": final.name if final else None}, transforms=transforms, **base)
+
+
+#: msprobe's documented bar for a tensor row: cosine at least 0.99 and MaxAbsErr at most 1e-3.
+MSPROBE_MIN_COSINE = 0.99
+MSPROBE_MAX_ABS_ERR = 1e-3
+_DISCOUNTED_LISTED = 5
+
+
+def msprobe_bar_check(graph: Graph, at: Tensor) -> tuple[int, list[dict[str, str]]]:
+    """Rows before ``at`` (same pass) that fail msprobe's bar, and why each was not taken as the divergence.
+
+    A user checks the answer against msprobe's rule (the first row with cosine < 0.99 or MaxAbsErr >
+    1e-3); when that rule points earlier, the diagnosis must say why those rows were discounted instead of
+    claiming that everything before agrees."""
+    failing: list[dict[str, str]] = []
+    count = 0
+    for t in graph.tensors:
+        if t.pos >= at.pos or t.direction != at.direction or t.m.measure != "tensor":
+            continue
+        cos, mae = t.row.cosine, t.row.max_abs_err
+        if not ((cos is not None and cos < MSPROBE_MIN_COSINE) or (mae is not None and mae > MSPROBE_MAX_ABS_ERR)):
+            continue
+        count += 1
+        if len(failing) < _DISCOUNTED_LISTED:
+            failing.append({"row": t.name, "cosine": fmt(cos, ".6f"), "max_abs_err": fmt(mae, ".3g"),
+                            "why_discounted": _why_discounted(t)})
+    return count, failing
+
+
+def _why_discounted(t: Tensor) -> str:
+    if t.m.fill is not None and not t.beyond:
+        return (f"{t.m.fill_share:.0%} of it is the mask fill {t.m.fill:g} on both sides; without those positions "
+                f"its relative error is {fmt(t.err)}, within what precision explains there")
+    if not t.judged:
+        return "not judged (no error figure)"
+    if not t.beyond:
+        low_cos = t.row.cosine is not None and t.row.cosine < MSPROBE_MIN_COSINE
+        what = ("the cosine of a tensor this small or this close to zero moves with rounding" if low_cos else
+                "MaxAbsErr above 1e-3 comes from the size of the values, not from a fault")
+        return (f"relative error {fmt(t.err)} is within what precision explains at this point of the dataflow "
+                f"({fmt(t.excess, '.2g')}x the allowed error): {what}")
+    if t.node is not None and not t.node.computing and not t.is_input:
+        return "an enclosing module's output: the calls recorded inside it are judged instead"
+    return "beyond precision, but the difference does not reach the calls that take it"

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acc_agent.numerics import budgets
-from acc_agent.numerics.diagnosis.measure import STAT_KEYS, Measured, entry, measure_rows
+from acc_agent.numerics.diagnosis.measure import STAT_KEYS, Measured, entry, exclude_fills, measure_rows
 
 _GET_STATS = operator.itemgetter(*STAT_KEYS)
 
@@ -179,6 +179,7 @@ def build(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: 
     tensors: list[Tensor] = []
     nodes: dict[str, Node] = {}
     measured = measure_rows(rows, golden, target, bench, precision)
+    exclude_fills(rows, measured, golden, target)
     t_by = target.by_name if target is not None else {}
     for pos, row in enumerate(rows):
         name = row.name

@@ -44,6 +44,8 @@ class Measured:
     dtype: str | None
     same_stats_other_bytes: bool = False  # md5 differs, dtype and statistics equal: same values reordered?
     norm_err: float | None = None  # |dNorm| / Norm from dump.json: a systematic scale shows here even at cosine 1
+    fill: float | None = None  # a mask fill value left out of ``err`` (see exclude_fills)
+    fill_share: float = 0.0  # share of elements filled on both sides
 
 
 def entry(dump: Dump | None, name: str | None) -> DumpEntry | None:
@@ -374,3 +376,69 @@ def _bulk_stat_error(g: Any, o: Any, numel: Any) -> Any:
     err = np.maximum(np.where(scale > 0, norm_err, 0.0), rel)
     err = np.where(o_finite, err, np.inf)
     return np.where(defined & g_finite, err, np.nan)
+
+
+#: A value at least this large in magnitude that fills at least ``FILL_SHARE`` of a tensor is a mask fill.
+FILL_MAGNITUDE = 1e3
+FILL_SHARE = 0.01
+_FILL_MAX_ELEMENTS = 1 << 24
+
+
+def exclude_fills(rows: list[DumpRow], measured: list[Measured], golden: Dump | None, target: Dump | None) -> None:
+    """Re-measure tensor rows whose golden holds a large constant fill (attention masks: -10000, dtype min).
+
+    Positions filled on both sides dominate the norm: a score tensor whose real entries are all wrong
+    still has cosine ~1 when a third of it is -10000 on both sides, so the fault looks like it starts
+    at the softmax after it. Positions where both sides hold their fill are left out of the error
+    used for judging (a fill on one side only stays in: that is a mask difference)."""
+    if golden is None or target is None:
+        return
+    import numpy as np
+
+    for row, m in zip(rows, measured, strict=True):
+        if m.measure != "tensor" or m.err is None or not math.isfinite(m.err):
+            continue
+        g_e = golden.by_name.get(row.golden_name or row.name)
+        if g_e is None or not _may_hold_fill(g_e.stats):
+            continue
+        try:
+            g = np.asarray(golden.load(row.golden_name or row.name))
+            t = np.asarray(target.load(row.name))
+        except Exception:  # noqa: BLE001 - unreadable: the row carries the error already
+            continue
+        if g.shape != t.shape or g.size > _FILL_MAX_ELEMENTS or g.size == 0 or g.dtype.kind != "f":
+            continue
+        g64, t64 = g.astype(np.float64).ravel(), t.astype(np.float64).ravel()
+        fill = _fill_value(g64)
+        if fill is None:
+            continue
+        t_fill = _fill_value(t64)
+        both = (g64 == fill) & (t64 == (t_fill if t_fill is not None else fill))
+        keep = ~both & np.isfinite(g64) & np.isfinite(t64)
+        if not both.any() or not keep.any():
+            continue
+        denom = float(np.linalg.norm(g64[keep]))
+        num = float(np.linalg.norm((t64 - g64)[keep]))
+        m.err = num / denom if denom > 0 else (0.0 if num == 0 else math.inf)
+        m.fill = fill
+        m.fill_share = float(both.mean())
+
+
+def _may_hold_fill(stats: dict[str, float | None]) -> bool:
+    lo, hi = stats.get("Min"), stats.get("Max")
+    return any(v is not None and abs(v) >= FILL_MAGNITUDE for v in (lo, hi))
+
+
+def _fill_value(x: Any) -> float | None:
+    """The large constant filling at least FILL_SHARE (and not all) of ``x``, or None."""
+    import numpy as np
+
+    for v in (float(np.min(x)), float(np.max(x))):
+        if not math.isfinite(v) and not math.isinf(v):
+            continue
+        if abs(v) < FILL_MAGNITUDE:
+            continue
+        share = float(np.mean(x == v))
+        if FILL_SHARE <= share < 1.0:
+            return v
+    return None
