@@ -16,7 +16,7 @@ from typing import Any
 from acc_agent.registry import all_tools, call_tool
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "agents"))
-from make_dump import write_dump_pair, write_repeat  # noqa: E402
+from make_dump import write_call_dumps, write_dump_pair, write_repeat  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 LOGS = SHARED / "realdata" / "logs"
@@ -55,6 +55,20 @@ def _diff_environments(tmp: Path) -> dict[str, Any]:
 def _compare_dumps(tmp: Path) -> dict[str, Any]:
     golden, target = write_dump_pair(tmp / "dumps", rows=6, fault_at=4)
     return {"golden": str(golden), "target": str(target), "workers": 1}
+
+
+def _replay_op(tmp: Path) -> dict[str, Any]:
+    golden, target = write_call_dumps(tmp / "calls")
+    return {"golden": str(golden), "target": str(target), "op": "Functional.relu.0.forward"}
+
+
+def _bisect_precision(tmp: Path) -> dict[str, Any]:
+    """A real two-layer torch model written beside the call."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "tiny_model.py").write_text(
+        "import torch\nfrom torch import nn\n\n\ndef build():\n    torch.manual_seed(0)\n"
+        "    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)), (torch.randn(3, 4),)\n")
+    return {"model": f"{tmp / 'tiny_model.py'}:build", "low": "bf16"}
 
 
 def _parse_training_log(tmp: Path) -> dict[str, Any]:
@@ -163,6 +177,8 @@ SAMPLES: dict[str, Sample] = {
     "diff_environments": _diff_environments,
     "compare_dumps": _compare_dumps,
     "parse_training_log": _parse_training_log,
+    "replay_op": _replay_op,
+    "bisect_precision": _bisect_precision,
 }
 
 
