@@ -25,6 +25,8 @@ Status = Literal["ok", "saved", "missing_tool", "missing_input", "error", "not_a
 
 #: Slots that only make sense for one kind of project (mig.yaml model.mode).
 TRAINING_SLOTS = frozenset({"baseline_log", "target_log", "short_run", "loss_curves"})
+#: Localisation steps a project may add (saved results only): absent, they are not gaps.
+OPTIONAL_SLOTS = frozenset({"replay", "bisect"})
 
 
 @dataclass
@@ -112,11 +114,19 @@ def plans(project: Project) -> list[SkillPlan]:
                          [_rel(project, a.golden_outputs), _rel(project, a.target_outputs)],
                          {"precision": project.model.target_precision, "rtol": rtol, "atol": atol},
                          {"golden_outputs": a.golden_outputs, "target_outputs": a.target_outputs}))
-    dump_opts: dict[str, Any] = {"all_rows": True}  # the per-layer plot needs every row in execution order
+    # the per-layer plot needs every row in execution order; the project's precision sets the tolerances
+    dump_opts: dict[str, Any] = {"all_rows": True, "precision": project.model.target_precision}
     if a.bench_dump:
         dump_opts["bench"] = _rel(project, a.bench_dump)
     out.append(SkillPlan("dumps", "compare_dumps", [_rel(project, a.golden_dump), _rel(project, a.target_dump)],
                          dump_opts, {"golden_dump": a.golden_dump, "target_dump": a.target_dump}))
+    # the localisation's last steps read saved results only: replay_op needs the call compare_dumps names,
+    # bisect_precision the user's model code
+    out.append(SkillPlan("replay", "replay_op", [_rel(project, a.golden_dump), _rel(project, a.target_dump)],
+                         {"op": "<first divergence call>"}, {"results.replay": a.results.get("replay", "")}))
+    out.append(SkillPlan("bisect", "bisect_precision", ["<model.py:build>"],
+                         {"low": "bf16" if project.model.target_precision == "bf16" else "fp16"},
+                         {"results.bisect": a.results.get("bisect", "")}))
     out.append(SkillPlan("performance", "compare_performance",
                          [_rel(project, a.baseline_perf), _rel(project, a.target_perf)], {},
                          {"baseline_perf": a.baseline_perf, "target_perf": a.target_perf}))
@@ -192,6 +202,10 @@ def run_plan(project: Project, plan: SkillPlan) -> SkillResult:
     saved = _saved(project, plan, cmd)
     if saved is not None:
         return saved
+    if plan.slot in OPTIONAL_SLOTS:
+        return SkillResult(plan.slot, plan.tool, "not_applicable", cmd,
+                           reason=f"optional step not run: give its saved result as artefacts.results.{plan.slot}",
+                           why_key="r_optional_step", why_args={"slot": plan.slot})
     missing = [k for k, v in plan.needs.items() if not v]
     if missing:
         fields_ = "artefacts." + ", artefacts.".join(missing)

@@ -83,9 +83,9 @@ def test_hostile_user_strings_are_escaped(tmp_path: Path) -> None:
     problems, _ = check_folder(out, strings)
     assert problems == []
     readme = (out / "Mig_Readme.md").read_text(encoding="utf-8")
-    assert "set\\|with\\|pipes" in readme and "\\<i\\>b\\</i\\>" in readme and "`d\\|p/x.npz`" in readme
+    assert "set\\|with\\|pipes" in readme and "&lt;i&gt;b&lt;/i&gt;" in readme and "`d\\|p/x.npz`" in readme
     assert "\\`a\\`" in readme  # user backticks are literal, not a code span
-    assert "# Mig\\_Readme" not in readme and "demo \\| \\<b\\>bold\\</b\\> \\`tick\\`" in readme
+    assert "# Mig\\_Readme" not in readme and "demo \\| &lt;b&gt;bold&lt;/b&gt; \\`tick\\`" in readme
 
 
 def test_missing_artefacts_render_complete_documents_with_gaps(tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ def test_missing_artefacts_render_complete_documents_with_gaps(tmp_path: Path) -
     assert "| Baseline source | `na` N/A |" in compare  # no log, no GPU: no misleading comparison
     assert "GPU" in compare.split("| Why this baseline |")[1].split("\n")[0]  # the reason names the missing GPU
     assert "N/A — not configured: artefacts.golden\\_dump, artefacts.target\\_dump in mig.yaml; fill with: " \
-           "`acc-agent compare-dumps <GOLDEN_DUMP> <TARGET_DUMP>`" in compare
+           "`acc-agent compare-dumps <GOLDEN_DUMP> <TARGET_DUMP> --precision fp16`" in compare  # mig.yaml's precision
     assert "Not executed. Reason:" in compare and "Command template: `acc-agent measure-performance" in compare
     assert "GPU inference baseline (default)" in readme  # §2.6 interface written for the user to run
     assert "- [x]" not in report  # nothing ticked without evidence
@@ -146,7 +146,7 @@ def test_inference_only_project_marks_training_not_applicable(tmp_path: Path) ->
     (tmp_path / "mig.yaml").write_text(text, encoding="utf-8")
     wf = run_workflow(load_project(tmp_path / "mig.yaml"))
     assert {s for s, r in wf.results.items() if r.status == "not_applicable"} == {
-        "baseline_log", "target_log", "short_run", "loss_curves"}
+        "baseline_log", "target_log", "short_run", "loss_curves", "replay", "bisect"}  # + the optional steps
     docs = render_text(wf, "en")
     assert "not applicable: inference-only project" in docs["Compare"]
     assert "acc-agent judge-short-run" not in docs["Mig_Readme"]  # nothing to fill for a training run

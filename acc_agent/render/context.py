@@ -16,6 +16,7 @@ from typing import Any
 from markupsafe import Markup
 
 from acc_agent.models.project import Project
+from acc_agent.render.curve_cells import curve_cells
 from acc_agent.render.env import code, fmt_num, md_escape
 from acc_agent.render.i18n import translate
 from acc_agent.workflow import SkillResult, WorkflowResult
@@ -255,8 +256,8 @@ def build_training(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         out["short_run_summary"] = c.gap(sr)
     lc = wf.get("loss_curves")
     out["curves_verdict"] = str(lc.output.get("verdict")) if lc.ok and lc.output else None
-    out["curves"] = c.val(f"[{lc.output.get('verdict')}] {lc.output.get('summary', '')}", lc.command) \
-        if lc.ok and lc.output else c.gap(lc)
+    out["curves"] = c.gap(lc)
+    out.update(curve_cells(c, lc.output if lc.ok else None, lc.command))
     return out
 
 
@@ -340,6 +341,33 @@ def build_dumps(c: Ctx, wf: WorkflowResult, limit: int = 40) -> dict[str, Any]:
         "next_actions": [c.val(str(a)) for a in (dig(out, "diagnosis", "next_actions") or [])],
         "summary": c.val(str(out.get("summary", "")), r.command),
     }
+
+
+def build_localisation(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
+    """Replay (kernel or inputs?) and precision bisection, from their saved results when mig.yaml gives them."""
+    rp, bs = wf.get("replay"), wf.get("bisect")
+    out: dict[str, Any] = {"replay": None, "bisect": None, "replay_gap": c.gap(rp), "bisect_gap": c.gap(bs)}
+    if rp.ok and rp.output is not None:
+        o = rp.output
+        enters = str(o.get("fault_enters") or "not_reproducible")
+        diffs = [f"{d.get('argument')}: golden {d.get('golden')}, target {d.get('target')}"
+                 for d in o.get("differing_inputs") or []]
+        out["replay"] = {
+            "op": code(str(o.get("op", ""))), "enters": c.val(c.t(f"enters_{enters}"), rp.source),
+            "reason": c.val(str(o.get("reason", ""))), "diffs": [c.val(x) for x in diffs],
+            "bundle": code(str(o["bundle"])) if o.get("bundle") else None,
+        }
+    if bs.ok and bs.output is not None:
+        o = bs.output
+        keep = o.get("keep_high_precision") or []
+        out["bisect"] = {
+            "keep": c.val(", ".join(str(k) for k in keep) if keep else "—", bs.source),
+            "err_low": c.val(fmt_num(o.get("error_all_low"))),
+            "err_keep": c.val(fmt_num(o.get("error_with_keep_set"))) if o.get("error_with_keep_set") is not None
+            else c.na("not evaluated"),
+            "summary": c.val(str(o.get("summary", ""))),
+        }
+    return out
 
 
 def _perf_index(r: SkillResult) -> dict[int, dict[str, Any]]:
@@ -521,7 +549,7 @@ def build_verification(c: Ctx, wf: WorkflowResult, tr: dict[str, Any], golden: d
     boxes.append(_box(c, "short_run", srv == "pass", c.val(f"judge_short_run verdict: {srv}", wf.get("short_run").command)
                       if srv else c.gap(wf.get("short_run"))))
     cv = tr.get("curves_verdict")
-    boxes.append(_box(c, "formal_training", cv in ("pass", "match", "identical"), c.val(f"compare_loss_curves verdict: {cv}", wf.get("loss_curves").command)
+    boxes.append(_box(c, "formal_training", cv in ("pass", "match", "identical"), c.val(f"compare_loss_curves: {tr.get('curves_verdict_words')}", wf.get("loss_curves").command)
                       if cv else c.gap(wf.get("loss_curves"))))
     ev = attested("full_accuracy")
     boxes.append(_box(c, "full_accuracy", ev is not None, ev or c.na(c.t("na_no_full_acc"))))
@@ -566,6 +594,7 @@ def build_context(wf: WorkflowResult, lang: str, plots: dict[str, str] | None = 
         "training": tr,
         "golden": golden,
         "dumps": dumps,
+        "loc": build_localisation(c, wf),
         "perf": perf,
         "env": build_environment(c, wf),
         "boxes": build_verification(c, wf, tr, golden, dumps, perf),

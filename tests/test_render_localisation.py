@@ -1,0 +1,99 @@
+"""Compare.md's localisation section shows replay-op and bisect-precision results given in mig.yaml.
+
+Real runs: replay_op on the demo's own dumps (its planted gelu fault), bisect_precision on a small
+torch model; their JSON results are saved and named in mig.yaml (artefacts.results.replay/bisect),
+as an engineer would after running them. Without them the section says the steps are optional.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from acc_agent.models.project import load_project  # noqa: E402
+from acc_agent.registry import call_tool  # noqa: E402
+from acc_agent.render.deliverables import render_text  # noqa: E402
+from acc_agent.render.env import fmt_num  # noqa: E402
+from acc_agent.workflow import run_workflow  # noqa: E402
+
+DEMO = Path(__file__).resolve().parents[1] / "samples" / "demo_project"
+
+MODEL = """import torch
+from torch import nn
+
+
+def build():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(16, 64), nn.LayerNorm(64, elementwise_affine=False), nn.Linear(64, 8, bias=False))
+    with torch.no_grad():
+        net[2].weight.add_(1000.0)
+    return net, (torch.randn(4, 16),)
+"""
+
+
+def _with_results(project: Path, results: dict[str, str]) -> Path:
+    text = (project / "mig.yaml").read_text(encoding="utf-8")
+    lines = "".join(f"    {k}: {v}\n" for k, v in results.items())
+    assert "\nartefacts:\n" in text
+    text = text.replace("\nartefacts:\n", "\nartefacts:\n  results:\n" + lines, 1)
+    (project / "mig.yaml").write_text(text, encoding="utf-8")
+    return project / "mig.yaml"
+
+
+def test_saved_replay_and_bisect_results_are_rendered(tmp_path: Path) -> None:
+    project = tmp_path / "demo_project"
+    shutil.copytree(DEMO, project)
+    replay = call_tool("replay_op", {"golden": str(project / "dumps/golden/step0/rank0"),
+                                     "target": str(project / "dumps/target/step0/rank0"),
+                                     "op": "Functional.gelu.1.forward"})
+    assert replay.fault_enters == "operator", replay.reason  # type: ignore[attr-defined]
+    (project / "replay.json").write_text(replay.model_dump_json(), encoding="utf-8")
+    (project / "tiny_model.py").write_text(MODEL, encoding="utf-8")
+    bisect = call_tool("bisect_precision", {"model": f"{project / 'tiny_model.py'}:build"})
+    assert bisect.keep_high_precision == ["2"], bisect.summary  # type: ignore[attr-defined]
+    (project / "bisect.json").write_text(bisect.model_dump_json(), encoding="utf-8")
+
+    wf = run_workflow(load_project(_with_results(project, {"replay": "replay.json", "bisect": "bisect.json"})))
+    en, zh = render_text(wf, "en")["Compare"], render_text(wf, "zh")["Compare"]
+    section = en.split("### 3.3", 1)[1].split("## 4", 1)[0]
+    assert "`Functional.gelu.1.forward` — The difference enters through: the operator (kernel at fault" in section
+    assert "Keep in FP32: 2" in section and "optional step not run" not in section
+    zh_section = zh.split("### 3.3", 1)[1].split("## 4", 1)[0]
+    assert "算子本身" in zh_section and "保持 FP32 的层：2" in zh_section
+    saved = json.loads((project / "bisect.json").read_text(encoding="utf-8"))
+    assert f"Output error with every eligible layer low: {fmt_num(saved['error_all_low'])}" in section
+
+
+def test_without_results_the_steps_are_optional_not_gaps(tmp_path: Path) -> None:
+    project = tmp_path / "demo_project"
+    shutil.copytree(DEMO, project)
+    wf = run_workflow(load_project(project / "mig.yaml"))
+    assert wf.get("replay").status == "not_applicable" and wf.get("bisect").status == "not_applicable"
+    compare = render_text(wf, "en")["Compare"]
+    assert "optional step not run: give its saved JSON result as artefacts.results.replay" in compare
+    summary = render_text(wf, "en")["Summary"]
+    assert "replay_op" not in summary, "an optional step is not listed among the gaps"
+
+
+def test_the_project_precision_reaches_the_dump_comparison(tmp_path: Path) -> None:
+    """mig.yaml says fp32: the layer comparison is judged with FP32 tolerances, not the FP16 default."""
+    project = tmp_path / "demo_project"
+    shutil.copytree(DEMO, project)
+    path = project / "mig.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("target_precision: fp16", "target_precision: fp32"),
+                    encoding="utf-8")
+    wf = run_workflow(load_project(path))
+    dumps = wf.get("dumps")
+    assert "--precision fp32" in dumps.command
+    fp16 = call_tool("compare_dumps", {"golden": str(project / "dumps/golden/step0/rank0"),
+                                       "target": str(project / "dumps/target/step0/rank0"), "all_rows": True,
+                                       "precision": "fp16"})
+    within32 = {r["name"]: r.get("within_tolerance_ratio") for r in (dumps.output or {})["rows"]}
+    stricter = [r.name for r in fp16.rows if r.within_tolerance_ratio is not None  # type: ignore[attr-defined]
+                and within32.get(r.name) is not None and within32[r.name] < r.within_tolerance_ratio]
+    assert stricter, "FP32 tolerances must leave fewer elements within tolerance on some rows"
