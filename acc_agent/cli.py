@@ -25,6 +25,7 @@ from pydantic.fields import FieldInfo
 
 from acc_agent.errors import AccAgentError
 from acc_agent.registry import ToolSpec, all_tools
+from acc_agent.text_safety import terminal_lines, terminal_text
 
 _SCALARS = (bool, int, float, str)
 
@@ -123,9 +124,11 @@ def emit_error(err: AccAgentError, as_json: bool) -> int:
     if as_json:
         sys.stdout.write(json.dumps(err.to_dict(), ensure_ascii=False) + "\n")
     else:
-        sys.stderr.write(f"error: {err.message}" + (f" [{err.path}]" if err.path else "") + "\n")
+        # Messages quote user paths and names: no escape sequence or newline of theirs reaches the tty.
+        where = f" [{terminal_text(err.path)}]" if err.path else ""
+        sys.stderr.write(f"error: {terminal_text(err.message)}{where}\n")
         if err.hint:
-            sys.stderr.write(f"hint: {err.hint}\n")
+            sys.stderr.write(f"hint: {terminal_text(err.hint)}\n")
     return 2
 
 
@@ -138,9 +141,12 @@ def run_tool_command(spec: ToolSpec, arguments: dict[str, Any], as_json: bool) -
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     elif spec.text_renderer is not None:
-        sys.stdout.write(spec.text_renderer(result).rstrip("\n") + "\n")
+        # Every renderer's lines are stripped of escapes/control characters here as a last guard;
+        # renderers also clean each line themselves, so a newline inside a name cannot forge a line.
+        text = spec.text_renderer(result).rstrip("\n")
+        sys.stdout.write(terminal_lines(text.split("\n")) + "\n")
     else:
-        sys.stdout.write(f"[{result.verdict}] {result.summary}\n")
+        sys.stdout.write(f"[{result.verdict}] {terminal_text(result.summary)}\n")
     if result.is_failure():
         return 1
     return 3 if result.is_inconclusive() else 0

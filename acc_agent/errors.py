@@ -13,17 +13,21 @@ from typing import Any
 class AccAgentError(Exception):
     """Bad input or an unusable artefact, with what to do about it."""
 
-    def __init__(self, code: str, message: str, hint: str = "", path: str | None = None) -> None:
+    def __init__(self, code: str, message: str, hint: str = "", path: str | None = None,
+                 field: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.hint = hint
         self.path = path
+        self.field = field  # the input argument at fault, when there is one
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"code": self.code, "message": self.message, "hint": self.hint}
         if self.path is not None:
             body["path"] = self.path
+        if self.field is not None:
+            body["field"] = self.field
         return {"error": body}
 
     def __str__(self) -> str:
@@ -32,14 +36,59 @@ class AccAgentError(Exception):
         return f"{self.code}: {self.message}{where}.{hint}"
 
 
-def from_validation_error(exc: Any, tool_name: str) -> AccAgentError:
-    """Turn a pydantic ValidationError into one readable structured error."""
-    parts = []
+def _first_sentence(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    cut = text.find(". ")
+    text = text[: cut + 1] if 0 < cut < limit else text
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _fix(err: dict[str, Any], tool_name: str, input_model: Any) -> str:
+    """What to change for one validation error, naming the argument the way the reader passes it."""
+    from acc_agent import frontend
+
+    loc = [str(p) for p in err.get("loc", ())]
+    if not loc:
+        return ""
+    field = loc[0]
+    arg = frontend.argument(tool_name, field)
+    fields = getattr(input_model, "model_fields", {}) if input_model is not None else {}
+    kind = err.get("type", "")
+    if kind == "extra_forbidden":
+        accepted = ", ".join(frontend.argument(tool_name, f).strip("`") for f in fields)
+        return f"Remove {arg}: {tool_name} has no such argument" + (f" (it accepts {accepted})." if accepted else ".")
+    finfo = fields.get(field)
+    about = _first_sentence(finfo.description) if finfo is not None and finfo.description else ""
+    if kind == "missing":
+        return f"Pass {arg}" + (f": {about}" if about else ".")
+    where = ".".join(loc)
+    shown = arg if len(loc) == 1 else f"{arg} (at {where})"
+    return f"Correct {shown}: {err.get('msg', 'invalid value')}" + (f". It is: {about}" if about else ".")
+
+
+def from_validation_error(exc: Any, tool_name: str, input_model: Any = None) -> AccAgentError:
+    """Turn a pydantic ValidationError into one structured error that names the field and the fix.
+
+    The hint says per field what to do (pass it, remove it, correct its value) in the words of
+    the front end that shows it (``--top`` on the CLI, ```top``` over MCP), so an agent can retry
+    without reading the schema again.
+    """
+    from acc_agent import frontend
+
+    parts: list[str] = []
+    fixes: list[str] = []
+    fields: list[str] = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err.get("loc", ())) or "(input)"
         parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+        fixes.append(_fix(err, tool_name, input_model))
+        if err.get("loc"):
+            fields.append(str(err["loc"][0]))
+    hint = " ".join(dict.fromkeys(f for f in fixes if f))
+    more = f"Arguments: {frontend.tool_help(tool_name)}."
     return AccAgentError(
         code="invalid_input",
         message="; ".join(parts) or str(exc),
-        hint=f"See `acc-agent {tool_name.replace('_', '-')} --help` for the accepted arguments.",
+        hint=f"{hint} {more}".strip(),
+        field=fields[0] if fields else None,
     )

@@ -93,6 +93,143 @@ def input_schema(spec: ToolSpec, *, with_full_result: bool = True) -> dict[str, 
     return schema
 
 
+_FLAG_RE = re.compile(r"(?<![\w-])--(no-)?([a-z][a-z0-9-]*)")
+
+
+_UPPER_RE = re.compile(r"\b[A-Z][A-Z_]+[A-Z]\b")
+
+
+def _mcp_words(text: str, fields: set[str]) -> str:
+    """A description written for the CLI, naming this tool's arguments as an MCP caller passes them.
+
+    ``--pair-by-order`` becomes ```pair_by_order```, ``--no-record`` ```record=false``` and a
+    positional placeholder such as ``GOLDEN`` the argument ``golden``.
+    """
+
+    def swap(match: re.Match[str]) -> str:
+        name = match.group(2).replace("-", "_")
+        if name not in fields:
+            return match.group(0)
+        return f"`{name}=false`" if match.group(1) else f"`{name}`"
+
+    def lower(match: re.Match[str]) -> str:
+        word = match.group(0)
+        return word.lower() if word.lower() in fields else word
+
+    return _UPPER_RE.sub(lower, _FLAG_RE.sub(swap, text))
+
+
+#: Longest description MCP publishes for a required argument / an optional one; the CLI's --help
+#: keeps the whole text. An optional argument's name, type and default say most of what it is.
+ARG_DESCRIPTION_MAX = 90
+OPTIONAL_DESCRIPTION_MAX = 40
+
+
+def _short(text: str, limit: int = ARG_DESCRIPTION_MAX) -> str:
+    """The first sentence of a description, cut at a clause boundary to at most ``limit`` characters.
+
+    An argument's name, type, default and enum already say most of what it is; its first
+    sentence says the rest. Cuts never leave a parenthesis open.
+    """
+    text = " ".join(text.split())
+    end = re.search(r"(?<!e\.g)(?<!i\.e)(?<!etc)\. (?=[A-Z`(])", text)
+    if end is not None:
+        text = text[: end.start() + 1]
+    if len(text) <= limit:
+        return text
+    window = text[:limit]
+    for mark in ("; ", ", ", " (", " - ", " — ", " "):
+        at = window.rfind(mark)
+        if at > limit // 3:
+            window = window[:at]
+            break
+    while window.count("(") > window.count(")"):
+        window = window[: window.rfind("(")].rstrip()
+    return window.rstrip(" ,;:-—") + "…"
+
+
+def _lean_node(node: Any, fields: set[str]) -> Any:
+    """One property schema without what costs tokens and tells an agent nothing.
+
+    ``anyOf [X, null]`` with a null default becomes X (leaving an argument out is how an MCP
+    caller says "not given"; a ``null`` sent anyway is still accepted), ``format: path`` and
+    null defaults go, and descriptions name this tool's arguments instead of its CLI flags.
+    """
+    if isinstance(node, list):
+        return [_lean_node(v, fields) for v in node]
+    if not isinstance(node, dict):
+        return node
+    node = dict(node)
+    options = node.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options and node.get("default") is None:
+        inner = next(o for o in options if o != {"type": "null"})
+        node.pop("anyOf")
+        node.pop("default", None)
+        node = {**inner, **node}
+    if node.get("format") == "path":
+        node.pop("format")
+    default = node.get("default", 0)
+    if default is None or (default is False and node.get("type") == "boolean") or (
+        default == "" and node.get("type") == "string"
+    ):
+        node.pop("default")  # absent means null, a flag left out false, a text left out empty: saying so costs bytes
+    if isinstance(node.get("description"), str):
+        node["description"] = _short(_mcp_words(node["description"], fields))
+    if isinstance(node.get("properties"), dict):
+        node["properties"] = {k: _lean_node(v, fields) for k, v in node["properties"].items()}
+    if isinstance(node.get("$defs"), dict):
+        # A definition is reached through a property that has its own description: say it once.
+        node["$defs"] = {k: {n: d for n, d in _lean_node(v, fields).items() if n != "description"}
+                         for k, v in node["$defs"].items()}
+    for key in ("items", "anyOf", "additionalProperties"):
+        if isinstance(node.get(key), (dict, list)):
+            node[key] = _lean_node(node[key], fields)
+    return node
+
+
+def _optional_description(prop: dict[str, Any]) -> None:
+    """An optional argument's description, shortened; dropped for a knob whose gloss would be cut.
+
+    A setting with a default (``top: 12``, ``probe: auto|on|off``) is told by its name, default
+    and range; a gloss cut mid-way adds little to that. Arguments without a default (optional
+    input files, an overriding value) keep their gloss: the name alone does not say what to pass.
+    """
+    short = _short(prop["description"], OPTIONAL_DESCRIPTION_MAX)
+    if "default" in prop and short.endswith("…"):
+        del prop["description"]
+    else:
+        prop["description"] = short
+
+
+def lean_input_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The argument schema MCP publishes: the input model's, made lean (see :func:`_lean_node`).
+
+    Types, enums, ranges and required fields stay, so what an agent reads is what
+    :meth:`ToolSpec.run` validates. Left out to fit a whole tool list in ~20 KB: the CLI's long
+    texts (see :func:`_short`), ``additionalProperties: false`` (an unknown argument is still
+    refused, with an error naming it and the accepted ones) and the ``full_result`` argument every
+    tool takes (said once, in the server instructions).
+    """
+    schema = input_schema(spec, with_full_result=False)
+    fields = set(spec.input_model.model_fields)
+    lean = _lean_node(schema, fields)
+    lean.pop("additionalProperties", None)
+    required = set(lean.get("required", []))
+    for name, prop in lean.get("properties", {}).items():
+        if isinstance(prop.get("description"), str) and name not in required:
+            _optional_description(prop)
+    for definition in lean.get("$defs", {}).values():
+        for prop in definition.get("properties", {}).values():
+            if isinstance(prop.get("description"), str):
+                _optional_description(prop)
+    return typing.cast(dict[str, Any], lean)
+
+
+def lean_description(spec: ToolSpec) -> str:
+    """The tool description MCP publishes: the registry's, naming arguments instead of CLI flags."""
+    return _mcp_words(_description(spec), set(spec.input_model.model_fields))
+
+
 def _is_map(node: Mapping[str, Any]) -> bool:
     """An object schema whose keys are free (``dict[str, X]``): strict modes cannot express it."""
     if node.get("type") != "object" or "properties" in node:
@@ -204,7 +341,7 @@ def _check_name(name: str) -> str:
     if not TOOL_NAME_RE.match(name):
         raise AccAgentError(
             "bad_tool_name",
-            f"tool name {name!r} does not match {TOOL_NAME_RE.pattern}",
+            f'tool name "{name}" does not match {TOOL_NAME_RE.pattern}',
             hint="Rename the tool in its @tool(name=...) registration.",
         )
     return name
@@ -269,7 +406,7 @@ def tool_definitions(fmt: str) -> list[dict[str, Any]]:
     if fmt == "mcp":
         return mcp_tools()
     raise AccAgentError(
-        "bad_format", f"unknown schema format {fmt!r}", hint="Use one of: " + ", ".join(FORMATS) + "."
+        "bad_format", f'unknown schema format "{fmt}"', hint="Use one of: " + ", ".join(FORMATS) + "."
     )
 
 
@@ -333,8 +470,9 @@ def prepare_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> tuple[dic
     if not isinstance(full, bool) and full is not None:
         raise AccAgentError(
             "invalid_input",
-            f"{FULL_RESULT_ARG} must be true or false, got {full!r}",
+            f"{FULL_RESULT_ARG} must be true or false, got {json.dumps(full, default=str)}",
             hint="Omit it or send a boolean.",
+            field=FULL_RESULT_ARG,
         )
     fields = spec.input_model.model_fields
     out: dict[str, Any] = {}
@@ -355,6 +493,7 @@ def prepare_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> tuple[dic
                     "invalid_input",
                     f"{key}: not valid JSON ({exc.msg})",
                     hint="Send the object as valid JSON text.",
+                    field=key,
                 ) from None
         out[key] = _drop_nested_nulls(value, finfo.annotation) if finfo is not None else value
     return out, bool(full)
@@ -365,8 +504,10 @@ def call_for_agent(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
 
     Bad input raises :class:`AccAgentError`; callers turn it into the API's error result.
     """
+    from acc_agent import frontend
     from acc_agent.compact import compact_result
 
     spec = get_tool(name)
-    args, full = prepare_arguments(spec, arguments)
-    return compact_result(spec, spec.run(args), full=full)
+    with frontend.use("mcp"):  # a function-calling agent passes arguments by name, as over MCP
+        args, full = prepare_arguments(spec, arguments)
+        return compact_result(spec, spec.run(args), full=full)

@@ -119,7 +119,7 @@ def plans(project: Project) -> list[SkillPlan]:
     if a.bench_dump:
         dump_opts["bench"] = _rel(project, a.bench_dump)
     out.append(SkillPlan("dumps", "compare_dumps", [_rel(project, a.golden_dump), _rel(project, a.target_dump)],
-                         dump_opts, {"golden_dump": a.golden_dump, "target_dump": a.target_dump}))
+                         dump_opts, {"dumps.golden": a.dumps.golden, "dumps.target": a.dumps.target}))
     # the localisation's last steps read saved results only: replay_op needs the call compare_dumps names,
     # bisect_precision the user's model code
     out.append(SkillPlan("replay", "replay_op", [_rel(project, a.golden_dump), _rel(project, a.target_dump)],

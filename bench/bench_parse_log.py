@@ -36,7 +36,10 @@ if mode == "read":
             points += 1
 elif mode == "stream":
     for rec in BY_NAME["megatron"].parse(LogSource.open(path)):
-        points += sum(len(b[3]) for b in rec.batch) if rec.batch is not None else len(rec.values)
+        if rec.columns is not None:
+            points += len(rec.columns.values) * int(rec.columns.steps.size)
+        else:
+            points += sum(len(b[3]) for b in rec.batch) if rec.batch is not None else len(rec.values)
 elif mode == "full":
     parsed = parse_log(path)
     points = sum(len(s) for r in parsed.runs for s in r.series.values())

@@ -11,7 +11,7 @@ from acc_agent.errors import AccAgentError
 from acc_agent.models.baseline import SelectBaselineOutput
 from acc_agent.registry import call_tool
 
-LOGS = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "logs"
+LOGS = Path(__file__).resolve().parent / "data" / "realdata" / "logs"
 FIX = Path(__file__).resolve().parent / "fixtures" / "logs"
 MMDET = LOGS / "yvr1037-fenghuo-project-of-mmdet__mm.md"
 DS3 = LOGS / "ascend-MindSpeed-Core-MS__tests_st_net_test_ds3_pretrain__pta_det.txt"

@@ -14,7 +14,7 @@ from acc_agent.io.logs.source import MAX_LINE_CHARS
 from acc_agent.registry import call_tool
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "logs"
-LOGS = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "logs"
+LOGS = Path(__file__).resolve().parent / "data" / "realdata" / "logs"
 
 
 def _value(run: RunData, metric: str, step: int) -> float:

@@ -1,4 +1,4 @@
-"""Every real log in ../shared/realdata/logs parses with the right format and exact values."""
+"""Every real log in tests/data/realdata/logs parses with the right format and exact values."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import pytest
 from acc_agent.io.logs import ParsedLog, RunData, parse_log
 from acc_agent.registry import call_tool
 
-LOGS = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "logs"
-pytestmark = pytest.mark.skipif(not LOGS.is_dir(), reason="../shared/realdata/logs is not beside the checkout")
+LOGS = Path(__file__).resolve().parent / "data" / "realdata" / "logs"
 
 
 def _value(run: RunData, metric: str, step: int) -> float:

@@ -12,7 +12,7 @@ import pytest
 from acc_agent.models.training import CompareLossCurvesOutput
 from acc_agent.registry import call_tool
 
-LOGS = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "logs"
+LOGS = Path(__file__).resolve().parent / "data" / "realdata" / "logs"
 QWEN = LOGS / "ascend-MindSpeed-Core-MS__tests_st_net_test_qwen_sft__pta_det.txt"
 DS3 = LOGS / "ascend-MindSpeed-Core-MS__tests_st_net_test_ds3_pretrain__pta_det.txt"
 GOLDEN = LOGS / "NVIDIA-Megatron-LM__gpt3_mcore_te_tp1_pp1_dist_optimizer_no_mmap_bin_files__golden_values_dev_dgx_a100.json"
@@ -46,7 +46,7 @@ def test_deterministic_run_against_its_repeat_is_identical_not_a_failure(tmp_pat
     assert out.verdict == "identical" and not out.is_failure()
     assert out.comparison == "same_platform" and out.determinism and "deterministic" in out.determinism
     loss = next(m for m in out.metrics if m.metric == "loss")
-    assert loss.max_rel_dev == 0.0 and loss.step_range == [6, 10] and loss.skipped_steps == [1, 2, 3, 4, 5]
+    assert loss.max_rel_dev == 0.0 and loss.step_range == [1, 10] and loss.skipped_steps == []  # ascend profile: from step 1
 
 
 def test_different_logging_intervals_are_interpolated(tmp_path: Path) -> None:
@@ -56,8 +56,8 @@ def test_different_logging_intervals_are_interpolated(tmp_path: Path) -> None:
     assert out.verdict == "match" and out.comparison == "cross_platform"
     assert out.baseline_device == "GPU" and out.target_device == "NPU"
     loss = next(m for m in out.metrics if m.metric == "loss")
-    assert loss.steps_compared == 9 and loss.step_range == [10, 50]  # golden steps 10..50 after skipping 1 and 5
-    assert "interpolated" in loss.alignment
+    assert loss.steps_compared == 11 and loss.step_range == [1, 50]  # every golden step: the ascend profile skips none
+    assert "values at the same steps" in loss.alignment  # the every-step target has a point at each golden step
     assert loss.max_rel_dev is not None and 0 < loss.max_rel_dev < 0.02
 
 
@@ -75,9 +75,9 @@ def test_divergence_step_is_found(tmp_path: Path) -> None:
 
 
 def test_two_different_models_diverge_from_the_first_compared_step() -> None:
-    out = compare(baseline_log=DS3, target_log=QWEN)
+    out = compare(baseline_log=DS3, target_log=QWEN, profile="ci")  # ci: first 5 steps left out, speed reported
     assert out.verdict == "diverged" and out.first_divergent_step == 6
-    assert "step_time_ms" in out.summary  # performance deviation reported, not judged
+    assert "step time" in out.summary  # performance deviation reported, not judged
 
 
 def test_no_common_data_is_insufficient(tmp_path: Path) -> None:

@@ -18,8 +18,7 @@ from acc_agent.registry import all_tools, call_tool
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "agents"))
 from make_dump import write_call_dumps, write_dump_pair, write_repeat  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-LOGS = SHARED / "realdata" / "logs"
+LOGS = Path(__file__).resolve().parent / "data" / "realdata" / "logs"
 MEGATRON_NPU_LOG = LOGS / "ascend-MindSpeed-Core-MS__tests_st_net_test_ds3_pretrain__pta_det.txt"
 HF_TRAINER_STATE = LOGS / "Tashu014-lora-imdb-distilbert__trainer_state.json"
 DEMO_PROJECT = Path(__file__).resolve().parents[1] / "samples" / "demo_project"
@@ -69,6 +68,15 @@ def _bisect_precision(tmp: Path) -> dict[str, Any]:
         "import torch\nfrom torch import nn\n\n\ndef build():\n    torch.manual_seed(0)\n"
         "    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)), (torch.randn(3, 4),)\n")
     return {"model": f"{tmp / 'tiny_model.py'}:build", "low": "bf16"}
+
+
+def _init_project(tmp: Path) -> dict[str, Any]:
+    """A new project file in a fresh folder, with the demo's dumps; force, because agents may call twice."""
+    dumps = DEMO_PROJECT / "dumps"
+    return {"folder": str(tmp / "new_project"), "force": True, "target_precision": "fp32",
+            "dumps": {"golden": str(dumps / "golden/step0/rank0"), "target": str(dumps / "target/step0/rank0"),
+                      "bench": str(dumps / "bench/step0/rank0")},
+            "artefacts": {"target_log": str(DEMO_PROJECT / "logs/npu_fp16_train.log")}}
 
 
 def _parse_training_log(tmp: Path) -> dict[str, Any]:
@@ -179,6 +187,7 @@ SAMPLES: dict[str, Sample] = {
     "parse_training_log": _parse_training_log,
     "replay_op": _replay_op,
     "bisect_precision": _bisect_precision,
+    "init_project": _init_project,
 }
 
 

@@ -148,7 +148,7 @@ def test_bad_results_files(tmp_path: Path) -> None:
 
 def test_real_logs_a100_megatron_vs_npu_mindspeed(tmp_path: Path) -> None:
     """Log-to-log comparison of two real CI runs (GPU A100 and Ascend): numbers trace back to the files."""
-    logs = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "logs"
+    logs = Path(__file__).resolve().parent / "data" / "realdata" / "logs"
     gpu = logs / "NVIDIA-Megatron-LM__gpt3_mcore_te_tp1_pp1_dist_optimizer_no_mmap_bin_files__golden_values_dev_dgx_a100.json"
     npu = logs / "ascend-MindSpeed-LLM__tests_st_baseline_results__qwen3_8b_tp2_pp4_vpp2.json"
     for log, name in ((gpu, "b.json"), (npu, "t.json")):
@@ -164,7 +164,7 @@ def test_real_logs_a100_megatron_vs_npu_mindspeed(tmp_path: Path) -> None:
 
 
 def test_throughput_only_side_is_not_compared_on_latency(tmp_path: Path) -> None:
-    readme = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "logs" / "mindspore-ai-models__official_cv_ResNet_README.md"
+    readme = Path(__file__).resolve().parent / "data" / "realdata" / "logs" / "mindspore-ai-models__official_cv_ResNet_README.md"
     log = tmp_path / "fps.log"
     log.write_text("\n".join(ln for ln in readme.read_text(encoding="utf-8").splitlines() if "fps:" in ln) + "\n")
     call_tool("measure_performance", {"from_log": str(log), "batch_sizes": [32], "out": str(tmp_path / "t.json")})

@@ -97,3 +97,40 @@ def test_the_project_precision_reaches_the_dump_comparison(tmp_path: Path) -> No
     stricter = [r.name for r in fp16.rows if r.within_tolerance_ratio is not None  # type: ignore[attr-defined]
                 and within32.get(r.name) is not None and within32[r.name] < r.within_tolerance_ratio]
     assert stricter, "FP32 tolerances must leave fewer elements within tolerance on some rows"
+
+
+def test_demo_report_names_the_planted_variant_and_lists_each_tensor_once(tmp_path: Path) -> None:
+    """The demo's planted fault is quick_gelu instead of the tanh GELU: the first next action says so, measured;
+    the layer table shows each tensor once (a call's output is not repeated as the next call's input)."""
+    project = tmp_path / "demo_project"
+    shutil.copytree(DEMO, project)
+    wf = run_workflow(load_project(project / "mig.yaml"))
+    compare = render_text(wf, "en")["Compare"]
+    section = compare.split("### 3.2", 1)[1].split("### 3.3", 1)[0]
+    actions = [line for line in section.splitlines() if line.startswith("- ")]
+    assert actions[0].startswith("- Measured: the target output of Functional.gelu.1.forward equals the "
+                                 "sigmoid-approximated (quick"), actions[0]
+    table = [line for line in section.splitlines() if line.startswith("| `")]
+    names = [line.split("`")[1] for line in table]
+    assert "Functional.gelu.1.forward.output.0" in names
+    assert "Functional.linear.0.forward.output.0" in names
+    assert "Functional.layer_norm.0.forward.input.0" not in names, "the same tensor as linear.0's output"
+    assert len(names) == len(set(names))
+
+
+def test_problem_log_and_summary_come_from_the_same_results(tmp_path: Path) -> None:
+    """The diagnosis found an operator fault: the problem log says so (not "no problems"); a dataset row without
+    a name still counts in the Summary, as Compare §2.4 lists it."""
+    project = tmp_path / "demo_project"
+    shutil.copytree(DEMO, project)
+    path = project / "mig.yaml"
+    text = path.read_text(encoding="utf-8").replace("dataset: synthetic-4-clusters (seed 20261202), ", "dataset: '', ")
+    path.write_text(text, encoding="utf-8")
+    wf = run_workflow(load_project(path))
+    docs, zh = render_text(wf, "en"), render_text(wf, "zh")
+    log = docs["Mig_report"].split("### 7.1 Problem log", 1)[1].split("\n## ", 1)[0]
+    assert "no problems logged" not in log
+    assert "| Layer comparison: a layer diverges beyond precision | `acc-agent compare-dumps" in log
+    assert "Functional.gelu.1.forward.output.0" in log and "operator\\_fault" in log
+    assert "逐层对比：存在超出精度的偏离层" in zh["Mig_report"] and "| 问题 |" in zh["Mig_report"]
+    assert "| Datasets | data/train.npz, synthetic-4-clusters |" in docs["Summary"]

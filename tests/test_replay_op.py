@@ -107,3 +107,20 @@ def test_unknown_and_unreplayable_calls_are_clear_errors(msprobe_cases: dict[str
     with contextlib.suppress(SystemExit):
         main(["replay-op", str(case.golden), str(case.target), "--op", "nonsense", "--json"])
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "invalid_call_key"
+
+
+def test_module_calls_are_rebuilt_from_their_recorded_parameters(msprobe_cases: dict[str, Case | BaseException],  # noqa: F811
+                                                                 capsys: pytest.CaptureFixture[str],
+                                                                 tmp_path: Path) -> None:
+    """Level mix records Module.* calls with their parameters: a Linear and a GELU are re-run from them."""
+    case = _case(msprobe_cases, "mix_gelu")
+    code, doc = _replay(case, "Module.blocks.1.act.GELU.forward.0", capsys)
+    assert doc["fault_enters"] == "operator" and doc["replay_check"]["within"], doc["reason"]
+    code, doc = _replay(case, "Module.blocks.1.fc.Linear.forward.0", capsys, "--bundle", str(tmp_path / "b"))
+    assert code == 3 and doc["fault_enters"] == "not_reproducible", doc
+    assert doc["replay_check"]["within"] and "agree" in doc["reason"], "nothing differs before the GELU"
+    run = subprocess.run([sys.executable, str(tmp_path / "b" / "repro.py")], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert run.returncode == 0 and "rel L2 vs golden output 0" in run.stdout, run.stderr
+    code, doc = _replay(case, "Module.blocks.1.Block.forward.0", capsys)
+    assert code == 2 and doc["error"]["code"] == "cannot_replay" and "Linear" in doc["error"]["message"]

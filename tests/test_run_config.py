@@ -10,7 +10,7 @@ from acc_agent.errors import AccAgentError
 from acc_agent.models.training import CompareRunConfigsOutput
 from acc_agent.registry import call_tool
 
-LOGS = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "logs"
+LOGS = Path(__file__).resolve().parent / "data" / "realdata" / "logs"
 FIX = Path(__file__).resolve().parent / "fixtures" / "logs"
 GPU = FIX / "megatron_gpu_fp16.log"
 NPU = FIX / "megatron_npu_overflow.log"

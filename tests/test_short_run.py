@@ -13,7 +13,7 @@ from acc_agent.errors import AccAgentError
 from acc_agent.models.training import JudgeShortRunOutput
 from acc_agent.registry import call_tool
 
-LOGS = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "logs"
+LOGS = Path(__file__).resolve().parent / "data" / "realdata" / "logs"
 FIX = Path(__file__).resolve().parent / "fixtures" / "logs"
 DS3 = LOGS / "ascend-MindSpeed-Core-MS__tests_st_net_test_ds3_pretrain__pta_det.txt"
 HF = LOGS / "Tashu014-lora-imdb-distilbert__trainer_state.json"

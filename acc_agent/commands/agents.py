@@ -75,8 +75,9 @@ def register(app: typer.Typer) -> None:
         help="Serve every acc-agent tool to a coding agent over MCP (stdio). Register it with your agent, "
         "e.g. `claude mcp add acc-agent -- acc-agent mcp`, or in an mcp.json: "
         '{"command": "acc-agent", "args": ["mcp"]}. Only protocol messages go to stdout; logs go to stderr. '
-        "Results are compact by default (the worst rows plus the path of a JSON file with the complete "
-        "result); a call with full_result=true returns everything inline.",
+        "Each answer is a short digest (verdict, where to look, the rows that matter, next actions) with "
+        "resource links to the full table and the complete result (JSON); a call with full_result=true "
+        "returns the complete result as structured content.",
         short_help="Serve every tool to a coding agent over MCP (stdio).",
     )
     def mcp_command() -> None:

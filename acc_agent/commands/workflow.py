@@ -1,7 +1,8 @@
 """The workflow commands: ``init`` (write mig.yaml), ``report`` (render or --check), ``demo``.
 
-Why commands and not tools: they touch the user's working folder (create files, copy the demo
-project) and talk to a person; the reusable part is the ``render_deliverables`` tool they call.
+Why commands and not tools: they talk to a person in the words a shell user types; the reusable
+parts are the ``init_project`` and ``render_deliverables`` tools they call, which agents reach
+through MCP without a shell.
 """
 
 from __future__ import annotations
@@ -66,23 +67,20 @@ def _render(config: Path, out: Path | None, lang: str) -> int:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("init", help="Write a commented mig.yaml (the migration project file) into a folder.")
+    @app.command("init", help="Write a commented mig.yaml (the migration project file) into a folder; the same "
+                              "as `acc-agent init-project`, which also fills in dumps, logs and precision.")
     def init(
         folder: Annotated[Path, typer.Argument(help="Project folder.")] = Path("."),
         force: Annotated[bool, typer.Option("--force", help="Overwrite an existing mig.yaml.")] = False,
     ) -> None:
-        from acc_agent.render.env import templates_dir
+        from acc_agent.registry import call_tool
 
-        target = folder / "mig.yaml"
-        if target.exists() and not force:
-            _fail(AccAgentError("exists", f"{target} already exists", hint="Edit it, or pass --force to overwrite."))
         try:
-            source = templates_dir() / "mig.yaml"
+            result = call_tool("init_project", {"folder": str(folder), "force": force})
         except AccAgentError as err:
             _fail(err)
-        folder.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
-        typer.echo(f"wrote {target}: fill in the artefacts, then run `acc-agent report {target}`")
+        path = getattr(result, "path", str(folder / "mig.yaml"))
+        typer.echo(f"wrote {path}: fill in the artefacts, then run `acc-agent report {path}`")
 
     @app.command("report", help="Render Mig_Readme.md, Compare.md, Mig_report.md and Summary.md from mig.yaml; "
                                 "with --check, verify the existing documents instead (markdown checks and the "

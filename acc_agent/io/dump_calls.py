@@ -43,6 +43,8 @@ class RecordedCall:
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     outputs: list[Any] = field(default_factory=list)
+    #: A module call's recorded parameters (msprobe level mix/L0 writes them), by name.
+    parameters: dict[str, Any] = field(default_factory=dict)
 
     def tensors(self) -> list[tuple[str, TensorRef]]:
         """(argument label, ref) of every tensor argument: ``input.0``, ``input.weight``, ``input.1.0``."""
@@ -51,6 +53,8 @@ class RecordedCall:
             _walk(a, f"input.{i}", found)
         for k, v in self.kwargs.items():
             _walk(v, f"input.{k}", found)
+        for k, v in self.parameters.items():
+            _walk(v, f"parameters.{k}", found)
         return found
 
     def scalars(self) -> dict[str, Any]:
@@ -119,6 +123,9 @@ def read_call(dump_json: Path, key: str) -> RecordedCall:
     call.args = [_value(a, task, dump_json) for a in (args if isinstance(args, list) else [args])]
     kwargs = body.get("input_kwargs", {})
     call.kwargs = {str(k): _value(v, task, dump_json) for k, v in (kwargs.items() if isinstance(kwargs, dict) else ())}
+    params = body.get("parameters", {})
+    call.parameters = {str(k): _value(v, task, dump_json) for k, v in (params.items() if isinstance(params, dict)
+                                                                       else ())}
     outputs = body.get("output", [])
     call.outputs = [_value(o, task, dump_json) for o in (outputs if isinstance(outputs, list) else [outputs])]
     return call

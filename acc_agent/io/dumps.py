@@ -513,11 +513,23 @@ def open_dump_set(path: str | Path, like: DumpSet | None = None) -> DumpSet:
     ``like``: the other run's dumps, already open; equal row names then share one string (memory
     only: nothing else changes)."""
     p = Path(path)
+    _require_dump_path(p)
     if p.is_dir() and not (p / "dump.json").is_file():
         ranks = _rank_dirs(p)
         if ranks:
             return DumpSet(p, {k: _parse_msprobe(d / "dump.json", _like(like, k)) for k, d in ranks.items()})
     return DumpSet(p, {"": _open_single(p, _like(like, ""))})
+
+
+def _require_dump_path(p: Path) -> None:
+    """A dump is a regular file or a folder: anything else (a FIFO, a device, an over-long name, a link
+    loop) is refused with the reason before any open could block or raise."""
+    if not tensors.path_exists(p):
+        raise AccAgentError("missing_file", f"{p} does not exist",
+                            hint="Pass an msprobe dump.json, its rank directory, a step*/rank* dump root, "
+                                 "a folder of .npy files, or one .npz/.safetensors file.", path=str(p))
+    if not p.is_dir():
+        tensors.require_regular(p)
 
 
 def _like(like: DumpSet | None, key: str) -> Dump | None:

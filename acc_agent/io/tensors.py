@@ -5,15 +5,20 @@ with ``allow_pickle=False``, ``.pt`` only through ``torch.load(weights_only=True
 ``.safetensors`` is parsed from its documented header without any third-party loader. ``.npy``
 files are memory-mapped so that a large tensor is streamed by the metrics, not copied whole.
 Every failure becomes an :class:`AccAgentError` that names the file and says what to do.
+Only regular files are opened: a FIFO or device named by a dump would block the reader forever
+(a FIFO open waits for a writer), so every reader checks the file type first.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 import struct
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -72,8 +77,119 @@ def _pickle_refused(path: Path, why: str) -> AccAgentError:
     )
 
 
+def _not_regular(path: Path, mode: int) -> AccAgentError:
+    """Name the file type: "named pipe" tells the user why the file was skipped, not just that it was."""
+    kind = ("named pipe (FIFO)" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode)
+            else "character device" if stat.S_ISCHR(mode) else "block device" if stat.S_ISBLK(mode)
+            else "directory" if stat.S_ISDIR(mode) else "special file")
+    return AccAgentError(
+        "not_a_regular_file",
+        f"tensor file {path.name} is a {kind}, not a regular file; not read (it could block forever)",
+        hint="Replace it by the real tensor file (copy the dump with its data, not a pipe or device).",
+        path=str(path),
+    )
+
+
+def _stat_error(path: Path, exc: OSError) -> AccAgentError:
+    """A structured error for a file that cannot even be looked up (missing, link loop, long name)."""
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return missing_file(path)
+    if exc.errno == errno.ELOOP:
+        return AccAgentError(
+            "symlink_loop",
+            f"tensor file {path.name} is a symbolic link that loops back on itself",
+            hint="Replace the link by the real tensor file.",
+            path=str(path),
+        )
+    if exc.errno == errno.ENAMETOOLONG:
+        return _name_too_long(path)
+    return _corrupt(path, exc.strerror or str(exc))
+
+
+def _name_too_long(path: Path) -> AccAgentError:
+    """The lookup fails before any file is touched; the name is cut so the message stays readable."""
+    return AccAgentError(
+        "name_too_long",
+        f"tensor file name {path.name[:80]}... ({len(os.fsencode(path.name))} bytes) is longer than the "
+        "file system allows, so the file cannot exist here",
+        hint="Shorten the file name and its data_name in dump.json (or re-dump with shorter module names).",
+        path=str(path),
+    )
+
+
+def require_regular(path: Path) -> int:
+    """Size of ``path`` if it is a regular file (after links); else a structured error.
+
+    Why before every open: opening a FIFO blocks until a writer appears, and reading a device
+    never ends, so a hostile or damaged dump must be refused by file type, not by timeout.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise _stat_error(path, exc) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_regular(path, st.st_mode)
+    return st.st_size
+
+
+def path_exists(path: Path) -> bool:
+    """``path.exists()`` that reports a link loop or an over-long name instead of raising OSError.
+
+    Why: ``Path.exists`` raises ``OSError`` for a name longer than the file system allows and
+    quietly says False for a link loop; a user passing either deserves the real reason.
+    """
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return False
+        raise _stat_error(path, exc) from None
+    except ValueError:  # an embedded NUL byte: no such file can exist
+        return False
+    return True
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open ``path`` for binary reading only if it is a regular file, without ever blocking.
+
+    ``O_NONBLOCK`` makes the open of a FIFO return at once (instead of waiting for a writer), and
+    the type is checked on the open descriptor, so a file swapped after a :func:`require_regular`
+    check is still caught. The flag has no effect on reads of regular files.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise _stat_error(path, exc) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def _raw_void(path: Path, dtype: np.dtype[Any]) -> AccAgentError:
+    """Raw void bytes are ambiguous (fp8 e4m3 or e5m2, int4, ...): guessing would give wrong numbers."""
+    return AccAgentError(
+        "unsupported_dtype",
+        f"{path.name} holds raw {dtype.itemsize}-byte values ({dtype.str}) with no numeric type: numpy.save "
+        "drops the type of fp8/int4 (ml-dtypes) arrays, so the values cannot be decoded",
+        hint="Save the tensor as float32 (what the comparison uses) or with torch.save, then re-dump.",
+        path=str(path),
+    )
+
+
+def _is_raw_void(dtype: np.dtype[Any]) -> bool:
+    """An unnamed void dtype that is not an ml-dtypes type: bytes whose meaning was lost."""
+    return dtype.kind == "V" and not dtype.names and dtype.type is np.void
+
+
 def read_npy(path: Path, *, mmap: bool = True) -> np.ndarray:
     """Read one ``.npy``; memory-mapped when possible so large tensors stream from disk."""
+    require_regular(path)
     try:
         arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except FileNotFoundError:
@@ -93,9 +209,11 @@ def read_npy(path: Path, *, mmap: bool = True) -> np.ndarray:
         raise _corrupt(path, "not a single array")
     if arr.dtype.hasobject:
         raise _pickle_refused(path, "object dtype array")
-    if arr.dtype.kind == "V" and arr.dtype.itemsize == 2 and not arr.dtype.names:
+    if _is_raw_void(arr.dtype) and arr.dtype.itemsize == 2:
         # ml_dtypes bf16 saved by numpy shows up as raw 2-byte void: read it back as bf16.
         arr = arr.view(numpy_dtype("bfloat16"))
+    elif _is_raw_void(arr.dtype):
+        raise _raw_void(path, arr.dtype)
     return arr
 
 
@@ -112,7 +230,7 @@ class NpyStream:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            with path.open("rb") as fh:
+            with open_regular(path) as fh:
                 fmt = np.lib.format
                 version = fmt.read_magic(fh)
                 reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
@@ -126,8 +244,10 @@ class NpyStream:
             raise _corrupt(path, str(exc)) from None
         if dtype.hasobject:
             raise _pickle_refused(path, "object dtype array")
-        if dtype.kind == "V" and dtype.itemsize == 2 and not dtype.names:
+        if _is_raw_void(dtype) and dtype.itemsize == 2:
             dtype = numpy_dtype("bfloat16")
+        elif _is_raw_void(dtype):
+            raise _raw_void(path, dtype)
         self.dtype: np.dtype[Any] = np.dtype(dtype)
         self.shape: tuple[int, ...] = tuple(int(s) for s in shape)
         self.fortran = bool(fortran)
@@ -140,7 +260,7 @@ class NpyStream:
     def read(self, start: int, count: int) -> np.ndarray:
         """Elements ``start:start+count`` of the flat (C-order) data; valid until the next call."""
         if self._fh is None:
-            self._fh = self.path.open("rb")
+            self._fh = open_regular(self.path)
         if self._buf is None or self._buf.size < count:
             self._buf = np.empty(count, dtype=self.dtype)
         out = self._buf[:count]
@@ -163,6 +283,7 @@ class NpyStream:
 
 def read_npz_key(path: Path, key: str) -> np.ndarray:
     """One array of an ``.npz`` (loaded whole: numpy cannot memory-map compressed members)."""
+    require_regular(path)
     try:
         with np.load(path, allow_pickle=False) as npz:
             if key not in npz.files:
@@ -187,6 +308,7 @@ def read_npz_key(path: Path, key: str) -> np.ndarray:
 
 def npz_keys(path: Path) -> list[str]:
     """Array names of an ``.npz`` in file order, without loading any data."""
+    require_regular(path)
     try:
         with np.load(path, allow_pickle=False) as npz:
             return list(npz.files)
@@ -199,7 +321,7 @@ def npz_keys(path: Path) -> list[str]:
 def safetensors_index(path: Path) -> tuple[int, dict[str, dict[str, Any]]]:
     """Header of a ``.safetensors`` file: data offset and per-tensor dtype/shape/offsets."""
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:
             head = fh.read(8)
             if len(head) != 8:
                 raise _corrupt(path, "file shorter than the 8-byte header length")
@@ -253,8 +375,7 @@ def read_pt(path: Path) -> np.ndarray:
             hint="pip install 'acc-agent[torch]'  (or convert the dump to .npy)",
             path=str(path),
         ) from None
-    if not path.is_file():
-        raise missing_file(path)
+    require_regular(path)
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types; all mean "cannot be read safely"
@@ -297,11 +418,7 @@ def read_tensor(path: str | Path, key: str | None = None) -> np.ndarray:
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == ".npy":
-        try:
-            small = p.stat().st_size < MMAP_MIN_BYTES
-        except OSError:
-            small = False
-        return read_npy(p, mmap=not small)
+        return read_npy(p, mmap=require_regular(p) >= MMAP_MIN_BYTES)
     if suffix == ".npz":
         if key is None:
             keys = npz_keys(p)
@@ -350,17 +467,23 @@ def safe_join(base: Path, name: str) -> Path:
             path=str(base),
         )
     full = base / rel
-    if len(rel.parts) == 1 and not full.is_symlink():
+    try:
+        link = full.is_symlink()
+    except OSError as exc:  # a name longer than the file system allows (ENAMETOOLONG), ...
+        raise _stat_error(full, exc) from None
+    if len(rel.parts) == 1 and not link:
         return full  # a plain file directly in base: nothing to resolve (the common, fast case)
     try:
         resolved = full.resolve()
-        if not resolved.is_relative_to(base.resolve()):
-            raise AccAgentError(
-                "unsafe_path",
-                f"data_name {name!r} resolves (through a link) outside {base}",
-                hint="Replace the symbolic link by the real file.",
-                path=str(full),
-            )
+    except RuntimeError:  # Python < 3.13 reports a link loop as RuntimeError, not OSError
+        raise _stat_error(full, OSError(errno.ELOOP, "symbolic link loop")) from None
     except OSError as exc:
         raise AccAgentError("unsafe_path", f"cannot resolve {name!r}: {exc}", path=str(base)) from None
+    if not resolved.is_relative_to(base.resolve()):
+        raise AccAgentError(
+            "unsafe_path",
+            f"data_name {name!r} resolves (through a link) outside {base}",
+            hint="Replace the symbolic link by the real file.",
+            path=str(full),
+        )
     return full

@@ -83,6 +83,9 @@ class DumpRow(TensorMetrics):
     md5_equal: bool | None = Field(default=None, description="Whether both CRC32 digests agree (bit-identical data).")
     golden_requires_grad: bool | None = None
     target_requires_grad: bool | None = None
+    same_as: str | None = Field(default=None, description="The earlier row holding the same tensor (an input that "
+                                                          "is a previous call's output, linked by its data): "
+                                                          "listings show the tensor once.")
 
     # Statistics rows are built sparse: a default msprobe dump gives ~300k of them, and a full
     # ``__dict__`` of 49 fields is 1.6 KB a row (over half of a 1 GB budget) where ~21 keys fit in
@@ -140,6 +143,8 @@ class DumpRow(TensorMetrics):
             for key in _STATISTICS_ONLY:
                 if data.get(key, 0) is None:
                     del data[key]
+            if data.get("same_as", 0) is None:
+                del data["same_as"]
             return data
         full = {}
         for key in _FIELD_ORDER:
@@ -149,7 +154,7 @@ class DumpRow(TensorMetrics):
                 continue
             else:
                 value = getattr(self, key)  # a default: None, "", 0, "pass" or {}
-            if key in _TENSOR_ONLY and value in (None, 0):
+            if (key in _TENSOR_ONLY and value in (None, 0)) or (key == "same_as" and value is None):
                 continue
             full[key] = value
         return full

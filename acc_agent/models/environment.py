@@ -102,36 +102,35 @@ class Check(Model):
 class CheckEnvironmentInput(ToolInput):
     root: Path = Field(
         default=Path("/"),
-        description="Treat this directory as the filesystem root when reading version files "
-        "(e.g. ROOT/usr/local/Ascend/driver/version.info); use it to check a copied or recorded tree.",
+        description="Folder standing for '/' when reading version files. Use it to check a copied or recorded "
+        "tree (e.g. ROOT/usr/local/Ascend/driver/version.info).",
     )
     target: Literal["npu", "gpu"] = Field(
-        default="npu", description="Which side this machine is: the Ascend target (npu) or the GPU baseline (gpu)."
+        default="npu", description="This machine: the Ascend target or the GPU baseline."
     )
     npu_smi_output: Path | None = Field(
-        default=None, description="Recorded output of `npu-smi info` to parse instead of running npu-smi."
+        default=None, description="Saved `npu-smi info` output. Parsed instead of running npu-smi."
     )
     nvidia_smi_output: Path | None = Field(
-        default=None, description="Recorded output of `nvidia-smi` to parse instead of running nvidia-smi."
+        default=None, description="Saved `nvidia-smi` output. Parsed instead of running nvidia-smi."
     )
     env_file: Path | None = Field(
         default=None,
-        description="Recorded environment (KEY=VALUE lines, e.g. the output of `env`) to judge instead of "
-        "this process's environment variables.",
+        description="Saved `env` output (KEY=VALUE lines). Judged instead of this process's environment variables.",
     )
     pip_list_output: Path | None = Field(
         default=None,
-        description="Recorded `pip list` or `pip freeze` output to read torch / torch_npu / MindSpore versions "
-        "from, instead of this interpreter's installed packages.",
+        description="Saved `pip list` / `pip freeze` output. Read for the torch / torch_npu / MindSpore versions "
+        "instead of this interpreter's packages.",
     )
     probe: Literal["auto", "on", "off"] = Field(
         default="auto",
-        description="Run a child process that imports torch_npu (or uses CUDA) and does a tiny matmul on the "
-        "device. auto: only when checking this live machine without recorded inputs or --root.",
+        description="Tiny matmul on the device in a child process. It imports torch_npu (or uses CUDA); auto runs "
+        "it only when checking this live machine without recorded inputs or --root.",
     )
     probe_timeout_s: float = Field(default=120.0, gt=0, description="Seconds before the device probe is killed.")
     snapshot_out: Path | None = Field(
-        default=None, description="Write the full result as an environment snapshot JSON file here (for the reports)."
+        default=None, description="Write the environment snapshot JSON here. The reports and diff_environments read it."
     )
 
 
@@ -168,8 +167,8 @@ class EnvDifference(Model):
 
 
 class DiffEnvironmentsInput(ToolInput):
-    baseline: Path = Field(description="Environment snapshot JSON of the baseline machine (check-environment --snapshot-out).")
-    target: Path = Field(description="Environment snapshot JSON of the target machine.")
+    baseline: Path = Field(description="Snapshot JSON of the baseline machine (check_environment snapshot_out).")
+    target: Path = Field(description="Snapshot JSON of the target machine.")
 
 
 class DiffEnvironmentsOutput(ToolOutput):

@@ -108,56 +108,58 @@ class NotExecuted(Model):
 class MeasurePerformanceInput(ToolInput):
     callable: str | None = Field(
         default=None,
-        description="Python callable to time, as MODULE:FUNC (e.g. mypkg.infer:run). FUNC is called with the "
-        "setup hook's return value, or with the batch size when there is no setup hook.",
+        description="Callable to time, MODULE:FUNC. FUNC (e.g. mypkg.infer:run) is called with the setup hook's "
+        "return value, or with the batch size when there is no setup hook.",
     )
     setup: str | None = Field(
         default=None,
-        description="Setup hook MODULE:FUNC, called once per batch size with the batch size (untimed); "
-        "its return value is passed to the timed callable.",
+        description="Untimed setup MODULE:FUNC. Called once per batch size with the batch size; its return "
+        "value is passed to the timed callable.",
     )
     command: str | None = Field(
         default=None,
-        description="Command line to time per iteration (split like a shell, run without a shell). "
-        "{batch_size} in it is replaced; ACC_AGENT_BATCH_SIZE is also set.",
+        description="Command to time, {batch_size} replaced. It is split like a shell but run without one; "
+        "ACC_AGENT_BATCH_SIZE is also set.",
     )
     from_log: Path | None = Field(
         default=None,
-        description="Take timings from a log (step time / per step time / FPS lines) when the run cannot be repeated.",
+        description="Log to read timings from instead. For runs that cannot be repeated (step time / per step "
+        "time / FPS lines).",
     )
     batch_sizes: CsvInts = Field(
         default=[1],
-        description="Batch sizes to measure; 1 is added when missing (seed §7.2 wants 1 and the target batch). "
-        "With --from-log, the last entry is the batch size the logged run used.",
+        description="Batch sizes; 1 is always added. Measure 1 and the target batch; with --from-log, the last "
+        "entry is the batch size the logged run used.",
     )
-    warmup: int = Field(default=10, ge=0, description="Untimed warm-up iterations per batch size (default 10).")
-    iterations: int = Field(default=100, ge=1, description="Timed iterations per batch size (default 100).")
+    warmup: int = Field(default=10, ge=0, description="Untimed warm-up iterations per batch size.")
+    iterations: int = Field(default=100, ge=1, description="Timed iterations per batch size.")
     scope: Scope | None = Field(
         default=None,
-        description="What the timed call covers: end_to_end, device_only, segmented (with stages) or training_step. "
-        "Default: training_step for --from-log, end_to_end otherwise.",
+        description="What the timing covers. segmented has stages; default: training_step for --from-log, "
+        "end_to_end otherwise.",
     )
     throughput_unit: Literal["samples", "requests"] = Field(
         default="samples", description="samples: batch_size / latency; requests: 1 / latency."
     )
     sync: Literal["auto", "none", "cuda", "npu"] = Field(
-        default="auto", description="Device synchronisation around every timestamp; auto detects torch CUDA/NPU use."
+        default="auto", description="Device sync around timestamps. auto detects torch CUDA/NPU use."
     )
-    timeout_s: float = Field(default=600.0, gt=0, description="Limit for one command run, or for all iterations of a callable.")
+    timeout_s: float = Field(default=600.0, gt=0, description="Seconds per command run, or for all iterations of a callable.")
     requested: bool = Field(
         default=True,
-        description="The user explicitly asked for this measurement. Running the CLI command is an explicit request; "
-        "agents and report generators pass false and the conditions below.",
+        description="The user asked for this measurement. Running the CLI command is an explicit request; agents "
+        "and report generators pass false and the conditions below unless the user asked.",
     )
-    environment_verdict: str | None = Field(default=None, description="check_environment verdict, when known (auto / manual_stop / unknown).")
-    user_agreed: bool = Field(default=False, description="The user agreed to run tests after an auto environment verdict.")
-    latency_kpi: bool = Field(default=False, description="The acceptance criteria contain a latency or throughput KPI.")
-    out: Path | None = Field(default=None, description="Write the results JSON (settings, environment, raw timings) here.")
+    environment_verdict: str | None = Field(default=None, description="check_environment's verdict, if known.")
+    user_agreed: bool = Field(default=False, description="The user agreed to run tests (after auto).")
+    latency_kpi: bool = Field(default=False, description="Acceptance has a latency/throughput KPI.")
+    out: Path | None = Field(default=None, description="Write the results JSON here. It holds settings, environment and raw "
+                             "timings; compare_performance reads it.")
 
 
 class MeasurePerformanceOutput(ToolOutput):
     """Verdict: ``measured`` (all batch sizes ok), ``partial`` (some failed), ``error`` (none could be
-    measured) or ``not_executed`` (trigger conditions of seed §7.0 not met, see ``not_executed``)."""
+    measured) or ``not_executed`` (no trigger condition holds, see ``not_executed``)."""
 
     failing_verdicts: ClassVar[frozenset[str]] = frozenset({"error"})
 
@@ -166,23 +168,23 @@ class MeasurePerformanceOutput(ToolOutput):
     settings: MeasurementSettings | None = None
     environment: dict[str, str | None] = Field(default_factory=dict)
     not_executed: NotExecuted | None = None
-    trigger: str | None = Field(default=None, description="Which §7.0 condition started the measurement.")
+    trigger: str | None = Field(default=None, description="Which trigger condition started the measurement.")
     notes: list[str] = Field(default_factory=list)
     results_path: str | None = None
 
 
 class ComparePerformanceInput(ToolInput):
-    baseline: Path = Field(description="Results JSON of the baseline (GPU/CPU) from measure-performance --out.")
-    target: Path = Field(description="Results JSON of the migrated (NPU) side.")
+    baseline: Path = Field(description="Baseline (GPU/CPU) results JSON written by measure_performance out.")
+    target: Path = Field(description="Target (NPU) results JSON written by measure_performance out.")
     statistic: Literal["p50", "p95", "mean"] = Field(default="p50", description="Latency statistic the verdict uses.")
     target_ratio: float = Field(
         default=1.0,
         gt=0,
-        description="Allowed latency ratio target/baseline (1.0 = NPU at least as fast; 1.2 = up to 20 % slower).",
+        description="Allowed latency ratio target/baseline. 1.0: NPU at least as fast; 1.2: up to 20 % slower.",
     )
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0, description="Confidence level of the ratio intervals.")
     allow_scope_mismatch: bool = Field(
-        default=False, description="Compare even if scopes differ (the output still states the mismatch)."
+        default=False, description="Compare even if scopes differ. The output still states the mismatch."
     )
 
 

@@ -107,15 +107,30 @@ class Performance(_Strict):
     bottleneck: str = ""
 
 
+class Dumps(_Strict):
+    """The msprobe dumps compare_dumps compares, named as its arguments are (``golden``, ``target``, ``bench``)."""
+
+    golden: str = Field(default="", description="Dump folder (contains dump.json) of the trusted run.")
+    target: str = Field(default="", description="Dump folder of the NPU run.")
+    bench: str = Field(default="", description="Optional: the baseline hardware at the target precision.")
+
+
+#: Dump keys of earlier project files, still accepted: old key -> key under ``artefacts.dumps``.
+LEGACY_DUMP_KEYS = {"golden_dump": "golden", "target_dump": "target", "bench_dump": "bench"}
+
+
 class Artefacts(_Strict):
-    """Where the inputs of each skill are; relative paths are relative to mig.yaml's folder."""
+    """Where the inputs of each skill are; relative paths are relative to mig.yaml's folder.
+
+    The dumps sit under ``dumps`` with the names compare_dumps takes, so a project file, a CLI
+    line and an MCP call say ``golden`` / ``target`` / ``bench`` alike. Earlier files wrote
+    ``golden_dump`` / ``target_dump`` / ``bench_dump`` at this level; those are still read.
+    """
 
     baseline_log: str = ""
     target_log: str = ""
     baseline_log_is_cpu: bool = False
-    golden_dump: str = ""
-    target_dump: str = ""
-    bench_dump: str = ""
+    dumps: Dumps = Field(default_factory=Dumps)
     golden_outputs: str = ""
     target_outputs: str = ""
     baseline_perf: str = ""
@@ -125,6 +140,41 @@ class Artefacts(_Strict):
     gpu_available: bool | None = Field(default=None, description="Whether the user can run the GPU baseline.")
     results: dict[str, str] = Field(default_factory=dict, description="Saved JSON results by tool name.")
     profiling: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_dump_keys(cls, data: Any) -> Any:
+        """Move ``golden_dump``-style keys into ``dumps``; the same dump given both ways must agree."""
+        if not isinstance(data, dict) or not any(k in data for k in LEGACY_DUMP_KEYS):
+            return data
+        data = dict(data)
+        dumps = data.get("dumps")
+        dumps = dict(dumps) if isinstance(dumps, dict) else ({} if dumps is None else dumps)
+        if not isinstance(dumps, dict):
+            return data  # the model reports the type error on ``dumps`` itself
+        for old, new in LEGACY_DUMP_KEYS.items():
+            if old not in data:
+                continue
+            value = data.pop(old)
+            if dumps.get(new) not in (None, "", value) and value not in (None, ""):
+                raise ValueError(f"{old} and dumps.{new} name different dumps; keep only dumps.{new}")
+            if value not in (None, "") or new not in dumps:
+                dumps[new] = value
+        data["dumps"] = dumps
+        return data
+
+    # Read-only views under the earlier names, for readers written before ``dumps`` existed.
+    @property
+    def golden_dump(self) -> str:
+        return self.dumps.golden
+
+    @property
+    def target_dump(self) -> str:
+        return self.dumps.target
+
+    @property
+    def bench_dump(self) -> str:
+        return self.dumps.bench
 
 
 class Evidence(_Strict):
@@ -176,6 +226,13 @@ class Project(_Strict):
         return p if p.is_absolute() else (self.base_dir / p)
 
 
+def _init_hint() -> str:
+    """How the reader creates mig.yaml: the shell command, or the tool an MCP caller calls."""
+    from acc_agent import frontend
+
+    return "Call init_project" if frontend.current() == "mcp" else "Run `acc-agent init`"
+
+
 def _line_map(text: str) -> dict[tuple[str, ...], int]:
     """Map each YAML key path (list indices as strings) to its 1-based line, from yaml's node marks."""
     import yaml
@@ -215,7 +272,7 @@ def parse_project(text: str, source: str = "mig.yaml", base_dir: Path | None = N
                             hint="Fix the YAML syntax (indentation, colons, quotes).", path=source) from None
     if not isinstance(data, dict):
         raise AccAgentError("invalid_project", f"{source}: expected a mapping with project:, model:, ...",
-                            hint="Run `acc-agent init` for a commented starting file.", path=source)
+                            hint=f"{_init_hint()} for a commented starting file.", path=source)
     lines = _line_map(text)
     try:
         project = Project.model_validate(data)
@@ -232,7 +289,7 @@ def parse_project(text: str, source: str = "mig.yaml", base_dir: Path | None = N
             where = str(lineno) if lineno is not None else "?"
             parts.append(f"line {where}, field {field}: {err.get('msg', 'invalid')}")
         raise AccAgentError("invalid_project", f"{source}: " + "; ".join(parts),
-                            hint="Fix the named fields; `acc-agent init` writes a commented example.",
+                            hint=f"Fix the named fields; {_init_hint()} for a commented example.",
                             path=source) from None
     project.base_dir = base_dir if base_dir is not None else Path(".")
     return project
@@ -244,7 +301,7 @@ def load_project(path: Path) -> Project:
         path = path / "mig.yaml"
     if not path.is_file():
         raise AccAgentError("missing_project", f"project file not found: {path}",
-                            hint="Run `acc-agent init` in the project folder, or pass the path to mig.yaml.",
+                            hint=f"{_init_hint()} in the project folder, or pass the path to mig.yaml.",
                             path=str(path))
     try:
         text = path.read_text(encoding="utf-8")

@@ -34,6 +34,7 @@ class RunSummary(Model):
     name: str | None = Field(default=None, description="Row name for result tables (e.g. '8p-NPU').")
     line_range: list[int] | None = Field(default=None, description="[first, last] line holding this run's metrics.")
     step_unit: str = Field(description="iteration | epoch | record | none: what the step numbers count.")
+    step_numbering: str = Field(default="", description="How the steps were numbered when the log prints none (Hugging Face dicts).")
     steps: StepRange
     declared_total_steps: int | None = Field(default=None, description="Total the log announces (Megatron 'N/ M').")
     epochs: float | None = None
@@ -227,9 +228,15 @@ class CurveComparison(Model):
 
     metric: str
     kind: Literal["accuracy", "performance"] = Field(description="accuracy metrics decide the verdict; performance ones are reported.")
-    status: Literal["identical", "pass", "fail", "na"]
-    tolerance: float | None = None
+    status: Literal["identical", "pass", "fail", "na", "reported"] = Field(
+        description="pass/fail: the profile's criteria on this metric; reported: compared, no criterion in the profile.")
+    tolerance: float | None = Field(default=None, description="Limit of the metric's main criterion (relative).")
     tolerance_source: str = ""
+    baseline_noise: float | None = Field(default=None, description="Baseline's relative step-to-step noise (robust sigma of one point).")
+    judged_on: Literal["raw", "smoothed"] = Field(default="raw", description="smoothed when the baseline noise exceeds the limit.")
+    smoothing_window: int | None = Field(default=None, description="Points of the centred moving average, when smoothed.")
+    smoothed_max_rel_dev: float | None = None
+    smoothed_mean_rel_dev: float | None = None
     steps_compared: int = 0
     step_range: list[int] | None = None
     skipped_steps: list[int] = Field(default_factory=list, description="Warm-up and the first N steps, left out.")
@@ -242,10 +249,34 @@ class CurveComparison(Model):
     reason: str | None = None
 
 
+class CriterionResult(Model):
+    """One criterion of the profile: its value, its limit and whether it is met."""
+
+    name: str = Field(description="Machine name: <metric>.<statistic>, e.g. loss.mean_relative_error.")
+    label: str = Field(description="The criterion in words, e.g. 'loss mean relative error'.")
+    metric: str
+    statistic: Literal["mean_relative_error", "max_relative_deviation", "first_step"]
+    kind: Literal["accuracy", "performance"]
+    status: Literal["pass", "fail", "na"]
+    value: float | None = Field(default=None, description="The deciding value (relative; 0.015 = 1.5 %).")
+    limit: float = Field(description="Relative limit; value <= limit passes.")
+    limit_source: str = ""
+    absolute_value: float | None = Field(default=None, description="First step: |target - baseline|.")
+    absolute_limit: float | None = Field(default=None, description="First step: also met within this absolute difference.")
+    curve: Literal["raw", "smoothed", "first step"] = "raw"
+    raw_value: float | None = None
+    smoothed_value: float | None = None
+    smoothing_window: int | None = None
+    step: int | None = Field(default=None, description="Worst step (max deviation) or the first step compared.")
+    step_range: list[int] | None = None
+    detail: str = Field(default="", description="The comparison in words: '1.50 % > 1 %'.")
+    note: str | None = Field(default=None, description="Why smoothed, why N/A, NaN/Inf steps.")
+
+
 class CompareLossCurvesOutput(ToolOutput):
-    """Verdicts: ``identical`` (bit-equal accuracy curves), ``match`` (within tolerance), ``diverged``
-    (fails: an accuracy metric leaves its tolerance), ``insufficient_data`` (N/A: no common metric or
-    no overlapping steps; not a failure)."""
+    """Verdicts: ``identical`` (bit-equal accuracy curves), ``match`` (every accuracy criterion of the
+    profile met), ``diverged`` (fails: an accuracy criterion is not met; ``failed_criteria`` names it),
+    ``insufficient_data`` (N/A: no common metric or no overlapping steps; not a failure)."""
 
     failing_verdicts: ClassVar[frozenset[str]] = frozenset({"diverged"})
     verdict: Literal["identical", "match", "diverged", "insufficient_data"]
@@ -257,6 +288,14 @@ class CompareLossCurvesOutput(ToolOutput):
     target_device: str | None = None
     comparison: Literal["cross_platform", "same_platform", "unknown"] = "unknown"
     determinism: str | None = Field(default=None, description="For two runs on one platform: bit-identical or the size of the run-to-run noise.")
+    profile: str = Field(default="ascend", description="Named standard the curves were held to (ascend | ci).")
+    profile_title: str = ""
+    profile_description: str = ""
+    criteria: list[CriterionResult] = Field(default_factory=list, description="Every criterion of the profile, with value, limit, pass/fail.")
+    failed_criteria: list[str] = Field(default_factory=list, description="Labels of the accuracy criteria that failed.")
+    performance_failed: list[str] = Field(default_factory=list, description="Labels of performance criteria outside their limits (reported, not in the verdict).")
+    step_units: dict[str, str] = Field(default_factory=dict, description="What each log's step numbers count: baseline/target -> iteration | epoch | record.")
+    warnings: list[str] = Field(default_factory=list, description="Step units, intervals or ranges that differ; baseline noise above a limit.")
     metrics: list[CurveComparison] = Field(default_factory=list)
     first_divergent_step: int | None = None
     first_divergent_metric: str | None = None

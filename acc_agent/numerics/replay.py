@@ -11,6 +11,7 @@ the golden's output first, or the replay itself is not faithful and nothing is c
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,8 +41,11 @@ class Comparison:
 
 
 def parse_key(key: str) -> tuple[str, str, str]:
-    """``Functional.gelu.1.forward`` -> (``Functional``, ``gelu``, ``forward``)."""
+    """``Functional.gelu.1.forward`` -> (``Functional``, ``gelu``, ``forward``);
+    ``Module.blocks.0.fc.Linear.forward.0`` -> (``Module``, ``Linear``, ``forward``)."""
     parts = key.split(".")
+    if parts[0] == "Module" and len(parts) >= 4 and parts[-2] in ("forward", "backward") and parts[-1].isdigit():
+        return "Module", parts[-3], parts[-2]
     if len(parts) < 4 or parts[-1] not in ("forward", "backward") or not parts[-2].isdigit():
         raise AccAgentError("invalid_call_key", f"{key!r} is not a call key like Functional.gelu.1.forward",
                             hint="Pass the call as compare-dumps names it: API type, API name, call number, "
@@ -58,9 +62,15 @@ def resolve(key: str) -> Any:
         raise AccAgentError("cannot_replay", f"{key} is a backward call: its inputs are gradients the autograd "
                                              "graph produced, which a single call cannot re-create",
                             hint="Replay the forward call of the same API (the .forward key with the same number).")
+    if space == "Module":
+        builder = MODULES.get(name)
+        if builder is None:
+            raise AccAgentError("cannot_replay", f"{key}: a {name} module cannot be rebuilt from a dump (only "
+                                                 f"{', '.join(sorted(MODULES))} can, from their recorded parameters)",
+                                hint="Replay the API calls inside it (dump at level mix to record them).")
+        return builder
     if space not in _NAMESPACES:
-        why = {"Module": "a module call needs the module's code and weights, which a dump does not hold",
-               "Distributed": "a collective needs the other ranks", "NPU": "an NPU-only API has no CPU kernel",
+        why = {"Distributed": "a collective needs the other ranks", "NPU": "an NPU-only API has no CPU kernel",
                "Jit": "a scripted graph is not recorded as code"}.get(space, f"{space}.* calls are not replayable")
         raise AccAgentError("cannot_replay", f"{key}: {why}",
                             hint="Replay the API calls inside it (dump at level L1 or mix to record them).")
@@ -73,6 +83,59 @@ def resolve(key: str) -> Any:
             raise AccAgentError("cannot_replay", f"{key}: torch {torch.__version__} has no {space}.{name}",
                                 hint="Replay with the torch version the dump was made with.")
     return fn
+
+
+def _linear(x: Any, *, params: dict[str, Any]) -> Any:
+    import torch.nn.functional as F
+
+    return F.linear(x, params["weight"], params.get("bias"))
+
+
+def _embedding(ids: Any, *, params: dict[str, Any]) -> Any:
+    import torch.nn.functional as F
+
+    return F.embedding(ids, params["weight"])
+
+
+def _layer_norm(x: Any, *, params: dict[str, Any]) -> Any:
+    import torch.nn.functional as F
+
+    w = params.get("weight")
+    shape = tuple(w.shape) if w is not None else (x.shape[-1],)
+    return F.layer_norm(x, shape, w, params.get("bias"))  # eps is not recorded: the default, checked by replay_check
+
+
+def _conv(dim: int) -> Any:
+    def run(x: Any, *, params: dict[str, Any]) -> Any:
+        import torch.nn.functional as F
+
+        conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dim]
+        return conv(x, params["weight"], params.get("bias"))  # default stride/padding, checked by replay_check
+
+    return run
+
+
+def _elementwise(name: str) -> Any:
+    def run(x: Any, *, params: dict[str, Any]) -> Any:
+        import torch
+        import torch.nn.functional as F
+
+        table: dict[str, Callable[[Any], Any]] = {
+            "GELU": F.gelu, "ReLU": F.relu, "SiLU": F.silu, "Tanh": torch.tanh, "Sigmoid": torch.sigmoid,
+            "Identity": lambda v: v, "Dropout": lambda v: v}
+        return table[name](x)
+
+    return run
+
+
+#: Modules a dump holds enough of to re-run: the class name -> the call from its input and parameters.
+#: Settings a dump does not record (eps, stride, GELU approximation) take torch's defaults; a module
+#: built otherwise fails the replay check (its golden re-run differs from the golden's output).
+MODULES: dict[str, Any] = {
+    "Linear": _linear, "NonDynamicallyQuantizableLinear": _linear, "Embedding": _embedding,
+    "LayerNorm": _layer_norm, "Conv1d": _conv(1), "Conv2d": _conv(2), "Conv3d": _conv(3),
+    **{n: _elementwise(n) for n in ("GELU", "ReLU", "SiLU", "Tanh", "Sigmoid", "Identity", "Dropout")},
+}
 
 
 def torch_dtype(name: str | None) -> Any:
@@ -122,6 +185,8 @@ def run(fn: Any, call: RecordedCall, dump: Dump) -> list[Any]:
 
     args = [materialise(a, dump) for a in call.args]
     kwargs = {k: materialise(v, dump) for k, v in call.kwargs.items()}
+    if call.key.startswith("Module."):
+        kwargs = {"params": {k: materialise(v, dump) for k, v in call.parameters.items()}, **kwargs}
     try:
         with torch.no_grad():
             out = fn(*args, **kwargs)

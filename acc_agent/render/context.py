@@ -314,9 +314,12 @@ def build_dumps(c: Ctx, wf: WorkflowResult, limit: int = 40) -> dict[str, Any]:
     all_rows = out.get("rows") or []
     fd = out.get("first_divergence")
     fd_name = fd.get("name") if isinstance(fd, dict) else None
-    picked = all_rows[:limit]
-    if fd_name and all(x.get("name") != fd_name for x in picked):  # never hide the row the diagnosis points at
-        picked = picked[:-1] + [x for x in all_rows if x.get("name") == fd_name][:1]
+    # one row per tensor (an input that is the previous call's output repeats it), a window around the
+    # first divergence: what a reviewer checks is what agrees just before it and what follows
+    unique = [x for x in all_rows if not x.get("same_as") or x.get("name") == fd_name]
+    at = next((i for i, x in enumerate(unique) if x.get("name") == fd_name), 0)
+    start = max(0, min(at - limit // 3, len(unique) - limit))
+    picked = unique[start:start + limit]
     rows = []
     for row in picked:
         cells = [code(row.get("name", ""))]
@@ -331,6 +334,7 @@ def build_dumps(c: Ctx, wf: WorkflowResult, limit: int = 40) -> dict[str, Any]:
     return {
         "ok": True, "rows": rows, "verdict": str(out.get("verdict")),
         "total": max(len(all_rows), int(out.get("rows_total") or 0)), "shown": len(rows),
+        "unique": len(unique), "window": f"{start + 1}–{start + len(rows)}" if rows else "0",
         "csv_command": code(f"{r.command} --csv compare_dumps.csv"),
         "first": c.val(str(fd.get("name")), r.command) if isinstance(fd, dict) and fd.get("name")
         else c.val(c.t("v_none_found"), r.command),
@@ -341,6 +345,38 @@ def build_dumps(c: Ctx, wf: WorkflowResult, limit: int = 40) -> dict[str, Any]:
         "next_actions": [c.val(str(a)) for a in (dig(out, "diagnosis", "next_actions") or [])],
         "summary": c.val(str(out.get("summary", "")), r.command),
     }
+
+
+def build_found_problems(c: Ctx, wf: WorkflowResult) -> list[list[Markup]]:
+    """Problem-log rows for what the tools found (failing verdicts), beside the ones logged by hand.
+
+    A report whose comparison found an operator fault must not say "no problems": the fault, the
+    command that found it, its cause and the first next action are the log entry, marked as found
+    by the tool (what was tried stays for the engineer to fill in)."""
+    from acc_agent.registry import get_tool
+
+    rows: list[list[Markup]] = []
+    day = wf.project.project.date or date.today().isoformat()
+    for slot in ("environment", "golden", "dumps", "short_run", "loss_curves", "performance"):
+        r = wf.results.get(slot)
+        if r is None or not r.ok or r.output is None:
+            continue
+        try:
+            failing = get_tool(r.tool).output_model.failing_verdicts
+        except Exception:  # noqa: BLE001 - a tool missing here leaves its row out, not the report
+            continue
+        verdict = str(r.output.get("verdict"))
+        if verdict not in failing:
+            continue
+        fd = r.output.get("first_divergence") if slot == "dumps" else None
+        diag = r.output.get("diagnosis") if slot == "dumps" else None
+        actions = (dig(r.output, "diagnosis", "next_actions") or r.output.get("next_actions") or [])
+        error = str(fd.get("name")) if isinstance(fd, dict) and fd.get("name") else str(r.output.get("summary", ""))
+        cause = (f"{dig(diag, 'category')}: {dig(diag, 'explanation')}" if isinstance(diag, dict)
+                 else c.t("pf_see_section"))
+        rows.append([c.val(day), c.val(c.t(f"pf_{slot}")), code(r.command), c.val(error),
+                     c.val(c.t("pf_found_by_tool")), c.val(cause), c.val(str(actions[0]) if actions else "—")])
+    return rows
 
 
 def build_localisation(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
@@ -590,6 +626,8 @@ def build_context(wf: WorkflowResult, lang: str, plots: dict[str, str] | None = 
         "today": p.project.date or date.today().isoformat(),
         "baseline": build_baseline(c, wf),
         "datasets": build_datasets(c, p),
+        # Summary names the datasets from the same rows Compare §2.4 lists (a row without a name shows its path)
+        "dataset_names": ", ".join(dict.fromkeys(d.dataset or d.path or d.purpose for d in p.datasets)),
         "th": build_thresholds(c, p),
         "training": tr,
         "golden": golden,
@@ -610,7 +648,7 @@ def build_context(wf: WorkflowResult, lang: str, plots: dict[str, str] | None = 
         "changes": [[c.val(r.get("area", "")), c.val(r.get("change", ""))] for r in p.changes],
         "risks": [[c.val(r.get("risk", "")), c.val(r.get("level", "")), c.val(r.get("mitigation", ""))] for r in p.risks],
         "problems": [[c.val(r.get(k, "")) for k in ("date", "problem", "command", "error", "tried", "root_cause", "fix")]
-                     for r in p.problems],
+                     for r in p.problems] + build_found_problems(c, wf),
         "cell": c,
         "vc": {
             "accuracy": c.word(accuracy) if accuracy else c.na(c.t("na_no_acc_verdict")),

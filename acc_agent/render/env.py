@@ -3,7 +3,8 @@
 Why a custom ``finalize``: a template author will forget to escape some user string (a dataset
 name with a pipe breaks a table, one with ``<`` injects HTML). Every ``{{ }}`` output is therefore
 escaped for markdown unless it is already :class:`Markup` (made by the ``code``/``raw`` filters),
-and ``None`` or a float NaN can never leak into a document: they raise instead.
+and ``None`` or a float NaN can never leak into a document: they raise instead. The escaping
+rules themselves live in :mod:`acc_agent.text_safety`, shared with the CSV and terminal writers.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from markupsafe import Markup
 import acc_agent
 from acc_agent.errors import AccAgentError
 from acc_agent.render.i18n import LANGS, translate
-
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~])")
+from acc_agent.text_safety import markdown_cell, terminal_text
 
 
 def templates_dir() -> Path:
@@ -33,14 +33,17 @@ def templates_dir() -> Path:
 
 
 def md_escape(value: Any) -> str:
-    """Escape a user string for a markdown paragraph or table cell; newlines become spaces."""
-    text = " ".join(str(value).splitlines())
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    """Escape a user string for a markdown paragraph or table cell (see text_safety.markdown_cell)."""
+    return markdown_cell(str(value))
 
 
 def code(value: Any) -> Markup:
-    """Inline code that survives tables: pipes escaped, backtick fence longer than any run inside."""
-    text = " ".join(str(value).splitlines()).replace("|", "\\|")
+    """Inline code that survives tables: pipes escaped, backtick fence longer than any run inside.
+
+    Control characters and ANSI escapes are dropped first (terminal_text): nothing inside a code
+    span is decoded, so they would reach the reader's screen as they are.
+    """
+    text = terminal_text(str(value)).replace("|", "\\|")
     runs = [len(m) for m in re.findall(r"`+", text)]
     fence = "`" * (max(runs, default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""

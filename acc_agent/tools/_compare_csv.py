@@ -25,6 +25,9 @@ import numpy as np
 from acc_agent.errors import AccAgentError
 from acc_agent.models.compare import DumpRow, TensorMetrics
 from acc_agent.numerics.metrics import msprobe_round
+from acc_agent.text_safety import spreadsheet_cell
+
+_FORMULA_START = frozenset("=+-@\t\r＝＋－＠")
 
 SIX = [
     ("Cosine", "cosine"),
@@ -103,15 +106,16 @@ def _guarded(path: str | Path, write: Any) -> Path:
 def _write_tensor_rows(fh: Any, rows: list[DumpRow]) -> None:
     w = csv.writer(fh)
     w.writerow(HEADER)
+    cell = spreadsheet_cell  # names, dtypes and messages come from the dumps: no cell may run as a formula
     for r in rows:
         bench = r.bench
         w.writerow(
-            [r.name, r.golden_name or r.name, r.target_dtype or "N/A", r.golden_dtype or "N/A",
+            [cell(r.name), cell(r.golden_name or r.name), cell(r.target_dtype or "N/A"), cell(r.golden_dtype or "N/A"),
              str(r.target_shape) if r.target_shape is not None else "N/A",
              str(r.golden_shape) if r.golden_shape is not None else "N/A"]
             + [_cell(r, f, True) for _, f in SIX]
-            + [r.status, r.message]
-            + [r.rank or "", r.index, r.pair_method or "",
+            + [r.status, cell(r.message)]
+            + [cell(r.rank or ""), r.index, cell(r.pair_method or ""),
                "N/A" if r.cosine_exact is None else repr(r.cosine_exact)]
             + [_cell(r, f, False) for _, f in EXTRA]
             + [r.target_nan, r.target_inf, r.golden_nan, r.golden_inf]
@@ -208,6 +212,8 @@ class _Lines:
 
 
 def _quoted(text: str) -> str:
+    if text and text[0] in _FORMULA_START:  # a cell a spreadsheet would run as a formula (names come from dumps)
+        text = spreadsheet_cell(text)
     if "," in text or '"' in text or "\n" in text or "\r" in text:
         return '"' + text.replace('"', '""') + '"'
     return text

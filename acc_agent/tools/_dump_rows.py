@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from acc_agent.errors import AccAgentError
 from acc_agent.io.dumps import Dump, open_dump_set
 from acc_agent.models.compare import DumpRow, RowStatus, TensorMetrics
@@ -131,6 +133,8 @@ def _compute_opened(golden: Dump, target: Dump, bench: Dump | None, job: Job, pr
     except (ValueError, TypeError, OSError) as exc:
         return DumpRow(**base, status="error", message=f"could not compute metrics: {exc}")
     verdict, message = judge(m)
+    if message.startswith("unsupported: dtype"):
+        message += _non_numeric_note(golden, target, job, g_src, t_src)
     if base["golden_dtype"] != base["target_dtype"] and not message:
         message = f"dtype differs: target {base['target_dtype']} vs golden {base['golden_dtype']}"
     row = DumpRow(**base, **m.model_dump(), status=verdict, message=message)
@@ -142,6 +146,32 @@ def _compute_opened(golden: Dump, target: Dump, bench: Dump | None, job: Job, pr
         except AccAgentError as err:
             row.bench = TensorMetrics(na_reasons={"cosine": f"unsupported: bench {err.message}"})
     return row
+
+
+def _is_numeric(arr: Any) -> bool:
+    """Numbers the metrics can read: bool/int/float/complex, or an ml-dtypes type (bf16, fp8)."""
+    dt = getattr(arr, "dtype", None)
+    if dt is None:
+        return True
+    return bool(dt.kind in "biufc" or (dt.kind == "V" and not dt.names and dt.type is not np.void))
+
+
+def _non_numeric_note(golden: Dump, target: Dump, job: Job, g_src: Any, t_src: Any) -> str:
+    """Which file holds text/bytes/records and what to do: the metrics only know the dtypes.
+
+    Why: "dtype <U3 is not numeric" alone leaves the user to find the file among thousands."""
+    files = []
+    for side, dump, name, src in (("target", target, job.target_name, t_src), ("golden", golden, job.golden_name, g_src)):
+        if not _is_numeric(src):
+            try:
+                path = dump.path_of(name)
+            except AccAgentError:
+                path = None
+            files.append(f"{side} file {path.name if path is not None else name}")
+    if not files:
+        return ""
+    return (f" ({', '.join(files)}). Only numeric tensors can be compared: re-dump it as a numeric array "
+            "(strings, bytes and record arrays are not tensors).")
 
 
 def _dtype_name(arr: Any) -> str | None:
@@ -167,9 +197,17 @@ def _reopen(source: str) -> Dump:
 def compute_rows(golden: Dump, target: Dump, bench: Dump | None, jobs: list[Job], precision: str | None,
                  rank: str | None = None, workers: int | None = None) -> list[DumpRow]:
     """All rows of one rank pair, in parallel processes when the data is large enough to pay off."""
+    from acc_agent import progress
+
     n_workers = workers if workers is not None else _auto_workers(target, len(jobs))
     if n_workers <= 1 or len(jobs) < 2:
-        return [compute_row(golden, target, bench, j, precision, rank) for j in jobs]
+        rows = []
+        where = f" of rank {rank}" if rank else ""
+        for done, job in enumerate(jobs):
+            progress.report(done, len(jobs), f"comparing tensor pairs{where}")  # raises if cancelled
+            rows.append(compute_row(golden, target, bench, job, precision, rank))
+        progress.report(len(jobs), len(jobs), f"compared {len(jobs)} tensor pairs{where}")
+        return rows
     return run_parallel([(str(golden.source), str(target.source), str(bench.source) if bench else None,
                           jobs, precision, rank)], n_workers)
 
@@ -187,11 +225,20 @@ def run_parallel(units: Sequence[tuple[str, str, str | None, list[Job], str | No
             chunk = jobs[k::parts]
             if chunk:
                 batches.append((g_src, t_src, b_src, chunk, precision, rank))
+    from acc_agent import progress
+
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
     rows: list[DumpRow] = []
+    total = sum(len(b[3]) for b in batches)
+    progress.report(0, total, "comparing tensor pairs")
     with ProcessPoolExecutor(max_workers=n_workers, mp_context=mp.get_context(method)) as pool:
-        for result in pool.map(_worker, batches):
-            rows.extend(DumpRow.model_validate(r) for r in result)
+        try:
+            for result in pool.map(_worker, batches):
+                rows.extend(DumpRow.model_validate(r) for r in result)
+                progress.report(len(rows), total, "comparing tensor pairs")  # raises if cancelled
+        except progress.Cancelled:
+            pool.shutdown(wait=False, cancel_futures=True)  # batches not started are dropped
+            raise
     rows.sort(key=lambda r: (r.rank or "", r.index))
     return rows
 

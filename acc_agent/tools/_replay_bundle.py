@@ -32,6 +32,8 @@ def write_bundle(folder: Path, out: ReplayOpOutput, g_call: RecordedCall, t_call
                 "args": [_encode(a, f"inputs/{side}/input.{i}", dump, folder, files) for i, a in enumerate(call.args)],
                 "kwargs": {k: _encode(v, f"inputs/{side}/input.{k}", dump, folder, files)
                            for k, v in call.kwargs.items()},
+                "parameters": {k: _encode(v, f"inputs/{side}/parameters.{k}", dump, folder, files)
+                               for k, v in call.parameters.items()},
                 "output": _encode(call.output_refs()[0], f"outputs/{side}", dump, folder, files),
             }
         if replayed:
@@ -146,7 +148,28 @@ HERE = pathlib.Path(__file__).resolve().parent
 SPEC = json.loads((HERE / "call.json").read_text(encoding="utf-8"))
 
 
+def module_call(cls):
+    """A module call from its recorded parameters (settings a dump does not record take torch's defaults)."""
+    F = torch.nn.functional
+    table = {
+        "Linear": lambda x, p: F.linear(x, p["weight"], p.get("bias")),
+        "NonDynamicallyQuantizableLinear": lambda x, p: F.linear(x, p["weight"], p.get("bias")),
+        "Embedding": lambda x, p: F.embedding(x, p["weight"]),
+        "LayerNorm": lambda x, p: F.layer_norm(x, tuple(p["weight"].shape) if "weight" in p else (x.shape[-1],),
+                                               p.get("weight"), p.get("bias")),
+        "Conv1d": lambda x, p: F.conv1d(x, p["weight"], p.get("bias")),
+        "Conv2d": lambda x, p: F.conv2d(x, p["weight"], p.get("bias")),
+        "Conv3d": lambda x, p: F.conv3d(x, p["weight"], p.get("bias")),
+        "GELU": lambda x, p: F.gelu(x), "ReLU": lambda x, p: F.relu(x), "SiLU": lambda x, p: F.silu(x),
+        "Tanh": lambda x, p: torch.tanh(x), "Sigmoid": lambda x, p: torch.sigmoid(x),
+        "Identity": lambda x, p: x, "Dropout": lambda x, p: x,
+    }
+    return table[cls]
+
+
 def resolve(key):
+    if key.startswith("Module."):
+        return None
     space, name = key.split(".")[0], ".".join(key.split(".")[1:-2])
     holder = {"Functional": torch.nn.functional, "Torch": torch, "Tensor": torch.Tensor,
               "Aten": torch.ops.aten}[space]
@@ -194,7 +217,11 @@ def main():
     for side in ("target", "golden"):
         spec = SPEC["sides"][side]
         with torch.no_grad():
-            out = fn(*value(spec["args"], device), **value(spec["kwargs"], device))
+            if fn is None:  # a module call: its class is the key's part before "forward"
+                cls = SPEC["op"].split(".")[-3]
+                out = module_call(cls)(*value(spec["args"], device), value(spec["parameters"], device))
+            else:
+                out = fn(*value(spec["args"], device), **value(spec["kwargs"], device))
         if isinstance(out, (list, tuple)):
             out = out[0]
         result = out.detach().to("cpu").float().numpy()

@@ -1,4 +1,4 @@
-"""``select_baseline``: choose where the baseline comes from, per seed §7.
+"""``select_baseline``: choose where the baseline comes from, by the migration rules for baselines.
 
 Order of preference: a complete project training log that agrees with the acceptance criteria
 (quoted, not rerun) → otherwise a GPU measurement the user runs from the Mig_Readme §2.6 commands
@@ -15,10 +15,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from acc_agent import frontend
 from acc_agent.errors import AccAgentError
 from acc_agent.models.baseline import BaselineCandidate, CommandRow, SelectBaselineOutput
 from acc_agent.models.common import Evidence, ToolInput
 from acc_agent.registry import tool
+from acc_agent.text_safety import terminal_lines
 
 LOG_SUFFIXES = {".log", ".txt", ".json", ".jsonl", ".csv", ".md", ".out"}
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", "env", "site-packages", ".acc-agent", ".tox", ".mypy_cache", ".pytest_cache", "dist", "build"}
@@ -29,12 +31,12 @@ INFER_ENTRIES = ("infer.py", "inference.py", "predict.py", "demo.py", "eval.py",
 
 class SelectBaselineInput(ToolInput):
     project_dir: Path = Field(description="Root of the project to scan for training logs.")
-    metric: str | None = Field(default=None, description="Acceptance metric as a canonical name (loss, eval_loss, eval_acc1, throughput...); default: loss.")
-    dataset: str | None = Field(default=None, description="Acceptance dataset name; a log that never mentions it does not qualify.")
-    batch_size: int | None = Field(default=None, ge=1, description="Acceptance batch size (global or per device, as the log prints it).")
-    gpu_available: Literal["yes", "no", "unknown"] = Field(default="unknown", description="Whether the user has a GPU to measure a baseline on; 'no' gives na when no project log qualifies.")
-    cpu_requested: bool = Field(default=False, description="The project explicitly asks for a CPU baseline.")
-    entry: str | None = Field(default=None, description="Entry script (relative to project_dir) for the §2.6 commands; default: detected (train.py, main.py, infer.py...).")
+    metric: str | None = Field(default=None, description="Acceptance metric, canonical name (default loss). E.g. loss, eval_loss, eval_acc1, throughput.")
+    dataset: str | None = Field(default=None, description="Acceptance dataset name. A log that never mentions it does not qualify.")
+    batch_size: int | None = Field(default=None, ge=1, description="Acceptance batch size. Global or per device, as the log prints it.")
+    gpu_available: Literal["yes", "no", "unknown"] = Field(default="unknown", description="Can the user run a GPU baseline? Ask; 'no' gives na when no project log qualifies.")
+    cpu_requested: bool = Field(default=False, description="The project asks for a CPU baseline.")
+    entry: str | None = Field(default=None, description="Entry script for the GPU commands. Relative to project_dir; default: detected (train.py, main.py, infer.py...).")
     max_files: int = Field(default=2000, ge=1, description="Stop scanning after this many candidate files.")
 
 
@@ -204,12 +206,14 @@ def _render(out: SelectBaselineOutput) -> str:
         lines.append(f"  §2.6 {row.scenario}: {row.command}")
     for c in out.candidates[:8]:
         lines.append(f"  candidate {c.path} [{c.format}, {c.device or 'device?'}] score {c.score:.1f} " + ("qualifies" if c.qualifies else "; ".join(c.reasons)))
-    return "\n".join(lines)
+    return terminal_lines(lines)
 
 
 @tool(
-    description="Choose the baseline per seed §7: a complete project training log (quoted with path and lines), else a GPU measurement "
-    "from Mig_Readme §2.6 commands built from the project's entry, else N/A with the reason. CPU only when asked or the log is a CPU log.",
+    description="Call before any accuracy or performance comparison: picks the baseline (a qualifying project log, else "
+    "GPU commands for the user, else N/A). Returns source project_log | gpu_measured | cpu_log | na.",
+    title="Select the baseline",
+    read_only=True,
     positional=("project_dir",),
     text_renderer=_render,
 )
@@ -255,10 +259,10 @@ def select_baseline(params: SelectBaselineInput) -> SelectBaselineOutput:
     why_not = "no training log found in the project" if not candidates else "no project log qualifies (" + "; ".join(
         f"{Path(c.path).name}: {', '.join(c.reasons)}" for c in candidates[:3]) + ")"
     if params.gpu_available == "no":
-        reason = f"{why_not}, and no GPU is available: baseline N/A — the comparison is paused rather than made against a misleading reference (seed §7)"
+        reason = f"{why_not}, and no GPU is available: baseline N/A — the comparison is paused rather than made against a misleading reference"
         return SelectBaselineOutput(verdict="na", source="na", reason=reason, summary=reason, commands=commands, evidence=evidence, **base)
     if not commands:
-        reason = f"{why_not}; default baseline is a GPU measurement, but no entry script was found to build the Mig_Readme §2.6 commands (pass --entry)"
+        reason = f"{why_not}; default baseline is a GPU measurement, but no entry script was found to build the Mig_Readme §2.6 commands (pass {frontend.option('entry')})"
     else:
         reason = f"{why_not}: default baseline is a GPU measurement — the user runs the Mig_Readme §2.6 commands built from {entry}"
     if cpu_logs:

@@ -85,9 +85,13 @@ def _load(spec: str) -> tuple[Any, Any]:
 
 
 @tool(
-    description="Find which layers must stay in FP32 for a model to be accurate in bf16/fp16: runs the model "
-    "(FILE.py:FUNC returning (model, example_inputs)) on the CPU in FP32 and with its weight layers in low "
-    "precision, and returns a minimal keep_high_precision set with the output error of each step.",
+    description="Call when a model loses accuracy in bf16/fp16: runs it (FILE.py:FUNC giving model and inputs) on the CPU "
+    "in FP32 and in low precision. Returns the minimal set of layers to keep in FP32.",
+    title="Bisect mixed precision",
+    read_only=False,
+    destructive=True,
+    idempotent=False,
+    open_world=True,
     positional=("model",),
     text_renderer=render_text,
 )

@@ -19,6 +19,7 @@ from acc_agent.errors import AccAgentError
 from acc_agent.models.common import Evidence, ToolInput
 from acc_agent.models.compare import CompareDumpsOutput, DumpRow
 from acc_agent.registry import tool
+from acc_agent.text_safety import terminal_lines, terminal_text
 
 #: Rows inline by default: keeps a 2,000-row result under 20 KB of JSON for an agent; the CSV has all.
 DEFAULT_TOP = 12
@@ -75,6 +76,13 @@ def worst_first(rows: list[DumpRow], top: int | None = None) -> list[DumpRow]:
     return sorted(rows, key=_sort_key)
 
 
+def _once(rows: list[DumpRow], top: int) -> list[DumpRow]:
+    """The first ``top`` rows, a tensor listed once: an input that is an earlier call's output (``same_as``)
+    repeats that output's numbers and is left out when the output is listed."""
+    names = {r.name for r in rows}
+    return [r for r in rows if r.__dict__.get("same_as") not in names][:top]
+
+
 def _fmt(v: float | None, spec: str = ".6f") -> str:
     return "-" if v is None else format(v, spec)
 
@@ -87,13 +95,14 @@ def render_text(out: CompareDumpsOutput) -> str:
     if out.diagnosis is not None:
         lines.append(f"diagnosis: {out.diagnosis.category} — {out.diagnosis.explanation}")
     shown = worst_first(out.rows)
-    width = min(70, max([len(r.name) for r in shown] + [4]))
+    width = min(70, max([len(terminal_text(r.name)) for r in shown] + [4]))
     if shown and all(r.compare_mode != "tensor" for r in shown):
         # statistics/md5 rows: msprobe's figures (its rules judge NormRelativeErr)
         lines.append(f"{'status':8} {'name':{width}} {'max_diff':>11} {'norm_diff':>11} {'norm_rel':>11} "
                      f"{'md5':>6}  note")
         for r in shown:
-            name = r.name if len(r.name) <= width else "…" + r.name[-(width - 1):]
+            shown_name = terminal_text(r.name)
+            name = shown_name if len(shown_name) <= width else "…" + shown_name[-(width - 1):]
             md5 = "-" if r.md5_equal is None else ("same" if r.md5_equal else "differ")
             lines.append(f"{r.status:8} {name:{width}} {_fmt(r.max_diff, '.3e'):>11} {_fmt(r.norm_diff, '.3e'):>11} "
                          f"{_fmt(r.norm_rel_diff, '.3%'):>11} {md5:>6}  {r.message[:80]}")
@@ -101,7 +110,8 @@ def render_text(out: CompareDumpsOutput) -> str:
         lines.append(f"{'status':8} {'name':{width}} {'cosine':>10} {'max_abs':>11} {'max_rel':>11} "
                      f"{'1e-3 ratio':>10} {'in_tol':>8}  note")
         for r in shown:
-            name = r.name if len(r.name) <= width else "…" + r.name[-(width - 1):]
+            shown_name = terminal_text(r.name)
+            name = shown_name if len(shown_name) <= width else "…" + shown_name[-(width - 1):]
             lines.append(f"{r.status:8} {name:{width}} {_fmt(r.cosine):>10} {_fmt(r.max_abs_err, '.3e'):>11} "
                          f"{_fmt(r.max_rel_err, '.3e'):>11} {_fmt(r.one_thousandth_ratio, '.4f'):>10} "
                          f"{_fmt(r.within_tolerance_ratio, '.4f'):>8}  {r.message[:80]}")
@@ -110,7 +120,7 @@ def render_text(out: CompareDumpsOutput) -> str:
     if out.unmatched_golden or out.unmatched_target:
         lines.append(f"unmatched: {out.unmatched_golden_total} golden, {out.unmatched_target_total} target "
                      f"(first: {(out.unmatched_target or out.unmatched_golden)[0]})")
-    return "\n".join(lines)
+    return terminal_lines(lines)
 
 
 def _verdict(rows: list[DumpRow], scalar_rows: list[Any] | None = None) -> str:
@@ -207,11 +217,12 @@ def _with_statistics_rows(rows: list[DumpRow], stat_units: list[tuple[str, list[
 
 
 @tool(
-    description="Compare every tensor of a migrated (target, NPU) dump with the golden run's dump, like "
-    "msprobe compare: same row names and the same six metrics (Cosine, EucDist, MaxAbsErr, MaxRelativeErr, "
-    "one-/five-thousandths error ratios) plus mean/RMS error, share within the precision's tolerance, ULP "
-    "error and NaN/Inf counts. Lists unmatched tensors on both sides, marks each row pass/warning/error, "
-    "writes an msprobe-compatible CSV, and names the first diverging layer when diagnosis is available.",
+    description="Call when NPU outputs or loss differ beyond precision: compares every tensor of two msprobe dumps and "
+    "finds where the fault enters. Returns verdict, first_divergence, diagnosis with next_actions, key rows.",
+    title="Compare msprobe dumps",
+    read_only=False,
+    destructive=False,
+    idempotent=True,
     positional=("golden", "target"),
     text_renderer=render_text,
 )
@@ -302,7 +313,7 @@ def compare_dumps(params: CompareDumpsInput) -> CompareDumpsOutput:
 
     verdict = _verdict(rows, scalar_rows)
     csv_path = None
-    keep = rows if params.all_rows else worst_first(rows, params.top)
+    keep = rows if params.all_rows else _once(worst_first(rows, 2 * params.top), params.top)
     truncated = len(keep) < len(rows)
     if params.csv or truncated:
         if params.csv:

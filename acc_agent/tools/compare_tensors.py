@@ -17,30 +17,36 @@ from acc_agent.errors import AccAgentError
 from acc_agent.models.common import Evidence, ToolInput
 from acc_agent.models.compare import CompareTensorsOutput, TensorCheck, ToleranceUsed
 from acc_agent.registry import tool
+from acc_agent.text_safety import terminal_lines
 
 _CONTAINERS = (".npz", ".safetensors")
 
 
 class CompareTensorsInput(ToolInput):
-    golden: str = Field(description="Baseline output(s): a tensor file (.npy/.pt/.safetensors/.npz), FILE.npz:KEY, "
-                                    "or an .npz/.safetensors/folder holding several outputs (paired by name).")
-    target: str = Field(description="Migrated (NPU) output(s), same forms as GOLDEN.")
+    golden: str = Field(description="Baseline output(s): .npy/.pt/.safetensors/.npz file, FILE.npz:KEY, or a folder. "
+                                    "Several outputs in one file or folder are paired by name.")
+    target: str = Field(description="Migrated (NPU) output(s), same forms as golden.")
     precision: Literal["fp16", "bf16", "fp32"] | None = Field(
-        default=None, description="Target precision choosing rtol/atol (default: bf16 if the target tensor is "
-                                  "bf16, else fp16 — the default migration target).")
+        default=None, description="Target precision; sets rtol/atol. Default: bf16 if the target tensor is "
+                                  "bf16, else fp16 (the default migration target).")
     rtol: float | None = Field(default=None, ge=0, description="Override the table's relative tolerance.")
     atol: float | None = Field(default=None, ge=0, description="Override the table's absolute tolerance.")
-    min_within: float = Field(default=1.0, gt=0, le=1, description="Share of elements that must satisfy "
-                                                                    "|t-g| <= atol + rtol*|g| (1.0 = every element, "
-                                                                    "like numpy.allclose).")
+    min_within: float = Field(default=1.0, gt=0, le=1, description="Share of elements within |t-g| <= atol + rtol*|g|. "
+                                                                    "1.0 = every element, like numpy.allclose.")
 
 
 def _split_key(spec: str) -> tuple[Path, str | None]:
-    """``file.npz:key`` -> (file, key); a plain path -> (path, None)."""
+    """``file.npz:key`` -> (file, key); a plain path -> (path, None).
+
+    Existence goes through ``path_exists`` so an over-long name or a link loop is a named error,
+    not an ``OSError`` traceback.
+    """
+    from acc_agent.io.tensors import path_exists
+
     path = Path(spec)
-    if not path.exists() and ":" in spec:
+    if not path_exists(path) and ":" in spec:
         head, _, key = spec.rpartition(":")
-        if Path(head).suffix.lower() in _CONTAINERS and Path(head).exists():
+        if Path(head).suffix.lower() in _CONTAINERS and path_exists(Path(head)):
             return Path(head), key
     return path, None
 
@@ -61,8 +67,10 @@ def _pairs(params: CompareTensorsInput) -> list[tuple[str, tuple[Path, str | Non
     """(output name, golden (file, key), target (file, key)) for every output pair."""
     gp, gk = _split_key(params.golden)
     tp, tk = _split_key(params.target)
+    from acc_agent.io.tensors import path_exists
+
     for p in (gp, tp):
-        if not p.exists():
+        if not path_exists(p):
             raise AccAgentError("missing_file", f"{p} does not exist",
                                 hint="Pass two tensor files, FILE.npz:KEY, or two .npz/.safetensors/folders.",
                                 path=str(p))
@@ -150,15 +158,14 @@ def render_text(out: CompareTensorsOutput) -> str:
         cos = "-" if o.cosine is None else f"{o.cosine:.6f}"
         mae = "-" if o.max_abs_err is None else f"{o.max_abs_err:.3e}"
         lines.append(f"  {o.verdict:5} {o.name}: cosine {cos}, max abs err {mae}, {o.message}")
-    return "\n".join(lines)
+    return terminal_lines(lines)
 
 
 @tool(
-    description="Golden check: compare migrated outputs with baseline outputs for the same fixed inputs, "
-    "element-wise with rtol/atol chosen by the target precision (FP16 default: rtol 1e-2, atol 1e-3; BF16 "
-    "atol 1e-2; FP32 rtol 1e-4, atol 1e-5), overridable. Reports msprobe's metrics, share within tolerance, "
-    "ULP error, NaN/Inf and top-1 agreement per output, a verdict per output and overall, and the tolerance "
-    "used with its source.",
+    description="Call for the golden check (same fixed inputs through baseline and NPU, outputs saved): compares outputs "
+    "under the target precision's rtol/atol. Returns verdict pass | fail | error, outputs[].",
+    title="Compare output tensors",
+    read_only=True,
     positional=("golden", "target"),
     text_renderer=render_text,
 )

@@ -8,19 +8,21 @@ remain, so they can tell the engineer what to run next.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from acc_agent import frontend
 from acc_agent.models.common import Evidence, Model, ToolInput, ToolOutput
 from acc_agent.registry import tool
+from acc_agent.text_safety import terminal_lines
 
 
 class RenderDeliverablesInput(ToolInput):
-    config: str = Field(description="Path to the project's mig.yaml (or its folder).")
-    out: str = Field(default="", description="Folder for the documents; default: the folder of mig.yaml.")
-    lang: Literal["en", "zh"] = Field(default="en", description="Language of the documents: en or zh.")
-    plots: bool = Field(default=True, description="Also write PNG plots (loss curves, per-layer errors, latency).")
+    config: str = Field(description="The project's mig.yaml, or its folder (init_project writes it).")
+    out: str = Field(default="", description="Folder for the documents. Default: the folder of mig.yaml.")
+    lang: Literal["en", "zh"] = Field(default="en", description="Language of the documents.")
+    plots: bool = Field(default=True, description="Also write PNG plots. Loss curves, per-layer errors, latency.")
 
 
 class WrittenFile(Model):
@@ -63,14 +65,43 @@ def _text(out: RenderDeliverablesOutput) -> str:
     for g in out.gaps:
         lines.append(f"  gap {g.slot}: {g.reason} -> {g.command}")
     lines += [f"  problem: {p}" for p in out.problems]
-    return "\n".join(lines)
+    return terminal_lines(lines)
+
+
+def _calls(project: Any) -> dict[str, str]:
+    """For an MCP caller: the tool call that fills each slot (the documents keep the command line).
+
+    Empty artefacts become placeholders naming the mig.yaml key to fill, as the command lines do.
+    """
+    from acc_agent.registry import all_tools
+    from acc_agent.workflow import _NOT_SHOWN, plans
+
+    specs = all_tools()
+    out: dict[str, str] = {}
+    for plan in plans(project):
+        spec = specs.get(plan.tool)
+        if spec is None:
+            continue
+        keys = list(plan.needs) or ["path"]
+        args: dict[str, Any] = {}
+        for i, (name, value) in enumerate(zip(spec.positional, plan.positional, strict=False)):
+            args[name] = value or f"<{keys[min(i, len(keys) - 1)]}>"
+        args.update({k: v for k, v in plan.options.items() if k not in _NOT_SHOWN and k in spec.input_model.model_fields})
+        out[plan.slot] = frontend.invoke(plan.tool, **args)
+    perf = project.performance
+    for key in ("baseline_perf", "target_perf"):
+        out[key] = frontend.invoke("measure_performance", command="<inference command>", batch_sizes=perf.batch_sizes,
+                                   warmup=perf.warmup, iterations=perf.iterations, requested=True, out=f"<{key}.json>")
+    return out
 
 
 @tool(
-    description="Render the migration deliverables (Mig_Readme.md, Compare.md, Mig_report.md, Summary.md and PNG "
-                "plots) from mig.yaml: runs the configured skills on the configured artefacts (or reads their saved "
-                "JSON results), writes every number with its source and every gap as N/A with the command that "
-                "fills it, keeps human-edited blocks, and checks the markdown and the documents' consistency.",
+    description="Call last: runs the tools on the artefacts mig.yaml names and writes Mig_Readme.md, Compare.md, "
+                "Mig_report.md, Summary.md. Returns verdict complete | with_gaps | check_failed, files, gaps[].",
+    title="Render the deliverables",
+    read_only=False,
+    destructive=False,
+    idempotent=True,
     positional=("config",),
     text_renderer=_text,
 )
@@ -88,10 +119,12 @@ def render_deliverables(params: RenderDeliverablesInput) -> RenderDeliverablesOu
         res = render_all(wf, out_dir, params.lang, with_plots=params.plots)
     except OSError as exc:
         raise AccAgentError("cannot_write", f"cannot write the documents into {out_dir}: {exc.strerror or exc}",
-                            hint="Pass a writable folder with --out.", path=str(out_dir)) from None
+                            hint=f"Pass a writable folder with {frontend.option('out')}.", path=str(out_dir),
+                            field="out") from None
     problems, _matrix = check_folder(out_dir, user_strings(project.model_dump(mode="json")))
-    gaps = [Gap(slot=r.slot, tool=r.tool, reason=r.reason, command=r.command) for r in wf.results.values()
-            if not r.ok and r.status != "not_applicable"]
+    calls = _calls(project) if frontend.current() == "mcp" else {}
+    gaps = [Gap(slot=r.slot, tool=r.tool, reason=r.reason, command=calls.get(r.slot, r.command))
+            for r in wf.results.values() if not r.ok and r.status != "not_applicable"]
     verdict: Literal["complete", "with_gaps", "check_failed"] = (
         "check_failed" if problems else "with_gaps" if gaps else "complete")
     files = [WrittenFile(path=str(r.path), written=r.written, kept_blocks=r.kept_blocks,

@@ -14,17 +14,19 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from acc_agent import frontend
 from acc_agent.models.common import Evidence, Model, ToolInput, ToolOutput
 from acc_agent.registry import tool
+from acc_agent.text_safety import terminal_lines
 
 
 class DetectNondeterminismInput(ToolInput):
-    run_a: str = Field(description="First dump of the run (msprobe dump.json, its rank folder, or a folder of .npy "
-                                   "files).")
+    run_a: str = Field(description="First dump of the run: msprobe dump.json, its rank folder, or a folder of .npy "
+                                   "files.")
     run_b: str = Field(description="Second dump of the same run, same platform and same input.")
-    mapping: str | None = Field(default=None, description="Optional YAML name mapping run_b -> run_a (as for "
-                                                          "compare-dumps), when the two runs name tensors differently.")
-    top: int = Field(default=50, ge=1, description="Non-deterministic entries listed inline (first ones first).")
+    mapping: str | None = Field(default=None, description="YAML name mapping run_b -> run_a. As for compare_dumps, "
+                                                          "when the two runs name tensors differently.")
+    top: int = Field(default=50, ge=1, description="Entries listed inline, first ones first.")
 
 
 class NondeterministicEntry(Model):
@@ -115,14 +117,14 @@ def render_text(out: DetectNondeterminismOutput) -> str:
         lines.append(f"{flag}{e.index:5d} {e.name}  differing {share}  max_abs {mae} {e.note}")
     if out.entries_total > len(out.entries):
         lines.append(f"... {out.entries_total - len(out.entries)} more")
-    return "\n".join(lines)
+    return terminal_lines(lines)
 
 
 @tool(
-    description="Random-error detection: compare two dumps of the SAME run on the SAME platform and input bit "
-    "for bit, list the tensors that differ in execution order (first one first), and name the modules where "
-    "the randomness starts (inputs identical, outputs not). Run this before comparing against another "
-    "platform: a non-deterministic operator makes every other comparison noisy.",
+    description="Call when two runs of the same input on the same platform differ, before cross-platform checks: compares "
+    "two dumps bit for bit. Returns verdict deterministic | nondeterministic, where randomness starts.",
+    title="Detect non-determinism",
+    read_only=True,
     positional=("run_a", "run_b"),
     text_renderer=render_text,
 )
@@ -184,7 +186,8 @@ def detect_nondeterminism(params: DetectNondeterminismInput) -> DetectNondetermi
                                                                               "no names in common"),
             evidence=evidence, run_a=params.run_a, run_b=params.run_b, unmatched_a=pairing.unmatched_golden,
             unmatched_b=pairing.unmatched_target,
-            next_actions=["Dump both runs with the same tool and settings (task 'tensor'), or pass --mapping."])
+            next_actions=["Dump both runs with the same tool and settings (task 'tensor'), or pass "
+                          f"{frontend.option('mapping')}."])
     first = found[0].name if found else None
     if found:
         where = f"; randomness starts in {origins[0]}" if origins else ""

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Literal
 
+from acc_agent import frontend
 from acc_agent.errors import AccAgentError
 from acc_agent.io.env import versions as V
 from acc_agent.io.env.npu_smi import busy_reasons, device_memory, parse_npu_smi
@@ -35,16 +36,21 @@ from acc_agent.models.environment import (
     NvidiaSmiInfo,
 )
 from acc_agent.registry import tool
+from acc_agent.text_safety import terminal_lines
 
 _SMI_TIMEOUT_S = 30.0
 _MAX_TEXT = 4 * 1024 * 1024
 
 
-def _read_text(path: Path, what: str) -> str:
+def _read_text(path: Path, field: str) -> str:
+    """A recorded command output named by the argument ``field`` (named in errors as the reader passes it)."""
+    what = frontend.option(field)
     if not path.is_file():
-        raise AccAgentError("file_not_found", f"{what} file {path} does not exist", hint=f"Pass an existing file to {what}.", path=str(path))
+        raise AccAgentError("file_not_found", f"{what} file {path} does not exist", hint=f"Pass an existing file to {what}.",
+                            path=str(path), field=field)
     if path.stat().st_size > _MAX_TEXT:
-        raise AccAgentError("file_too_large", f"{what} file {path} is over 4 MiB", hint="Pass the plain command output.", path=str(path))
+        raise AccAgentError("file_too_large", f"{what} file {path} is over 4 MiB", hint="Pass the plain command output.",
+                            path=str(path), field=field)
     return path.read_text(encoding="utf-8", errors="replace")
 
 
@@ -74,7 +80,7 @@ def _visible(env: dict[str, str], count: int) -> tuple[list[int], str | None]:
     for part in raw.split(","):
         part = part.strip()
         if not part.isdigit():
-            return [], f"ASCEND_RT_VISIBLE_DEVICES={raw!r} is not a comma-separated list of device ids"
+            return [], f'ASCEND_RT_VISIBLE_DEVICES="{raw}" is not a comma-separated list of device ids'
         ids.append(int(part))
     bad = [i for i in ids if i >= count]
     if bad:
@@ -90,7 +96,8 @@ def _npu_checks(info: NpuSmiInfo | None, why_missing: str, live: bool, env: dict
             "Install the Ascend driver (Ascend-hdk-<chip>-npu-driver_<version>_linux-<arch>.run --full "
             "--install-for-all), reboot, then run `npu-smi info`."
             if status == "fail"
-            else "Record `npu-smi info > npu-smi.txt` on the target machine and pass --npu-smi-output npu-smi.txt."
+            else "Record `npu-smi info > npu-smi.txt` on the target machine and pass "
+            + frontend.option("npu_smi_output", "npu-smi.txt") + "."
         )
         return [Check(name="npu_smi", status=status, reason=why_missing, fix=fix, source=src)]
     if not info.chips:
@@ -336,7 +343,8 @@ def _gpu_checks(info: NvidiaSmiInfo | None, why_missing: str, live: bool) -> lis
     if info is None:
         status: CheckStatus = "fail" if live and "not found" in why_missing else "unknown"
         return [Check(name="nvidia_smi", status=status, reason=why_missing,
-                      fix="Install the NVIDIA driver, or pass a recorded `nvidia-smi` output with --nvidia-smi-output")]
+                      fix="Install the NVIDIA driver, or pass a recorded `nvidia-smi` output with "
+                          + frontend.option("nvidia_smi_output"))]
     if not info.gpus:
         return [Check(name="nvidia_smi", status="unknown", reason="nvidia-smi output could not be read: " + "; ".join(info.problems[:3]),
                       fix="Pass the unedited output of `nvidia-smi`.", source=info.source)]
@@ -354,30 +362,33 @@ def _gpu_checks(info: NvidiaSmiInfo | None, why_missing: str, live: bool) -> lis
 
 
 @tool(
-    description="Check whether migration tests can run directly on this machine (Ascend NPU target or GPU baseline).\n\n"
-    "Reads driver/firmware/CANN version files (under --root), npu-smi or nvidia-smi output, the CANN "
-    "environment variables, torch/torch_npu/MindSpore versions, and tries the device in a child process. "
-    "Verdict auto | manual_stop | unknown, one row per check with the command that fixes it. "
-    "Exit code 1 on manual_stop.",
+    description="Call first, before anything runs on a device: can tests run directly on this NPU (or GPU baseline) "
+    "machine? Reads versions, npu-smi output, probes the device. Returns verdict auto | manual_stop | "
+    "unknown.",
+    title="Check the NPU environment",
+    read_only=False,
+    destructive=False,
+    idempotent=True,
     text_renderer=lambda out: _render_check(out),
 )
 def check_environment(params: CheckEnvironmentInput) -> CheckEnvironmentOutput:
     root = params.root
     if not root.is_dir():
-        raise AccAgentError("not_a_directory", f"--root {root} is not a directory", hint="Pass the directory that stands for '/'.", path=str(root))
+        raise AccAgentError("not_a_directory", f"{frontend.option('root', str(root))} is not a directory",
+                            hint="Pass the directory that stands for '/'.", path=str(root), field="root")
     live = root.resolve() == Path("/").resolve()
     recorded = any(p is not None for p in (params.npu_smi_output, params.nvidia_smi_output, params.env_file, params.pip_list_output))
     evidence: list[Evidence] = []
 
     if params.env_file is not None:
-        env = parse_env_file(_read_text(params.env_file, "--env-file"))
+        env = parse_env_file(_read_text(params.env_file, "env_file"))
         evidence.append(Evidence(kind="file", ref=str(params.env_file), detail="environment variables"))
     else:
         env = dict(os.environ)
         evidence.append(Evidence(kind="environment", ref="current process", detail="environment variables"))
 
     if params.pip_list_output is not None:
-        listed = V.parse_pip_list(_read_text(params.pip_list_output, "--pip-list-output"))
+        listed = V.parse_pip_list(_read_text(params.pip_list_output, "pip_list_output"))
         pkgs: dict[str, str | None] = {n: listed.get(n) for n in V.FRAMEWORK_PACKAGES}
         pkg_source = str(params.pip_list_output)
     else:
@@ -392,7 +403,7 @@ def check_environment(params: CheckEnvironmentInput) -> CheckEnvironmentOutput:
     if params.target == "npu":
         why = ""
         if params.npu_smi_output is not None:
-            npu_info = parse_npu_smi(_read_text(params.npu_smi_output, "--npu-smi-output"), str(params.npu_smi_output))
+            npu_info = parse_npu_smi(_read_text(params.npu_smi_output, "npu_smi_output"), str(params.npu_smi_output))
             evidence.append(Evidence(kind="file", ref=str(params.npu_smi_output), detail="npu-smi info"))
         elif live:
             text, why = _run_smi(["npu-smi", "info"])
@@ -400,7 +411,7 @@ def check_environment(params: CheckEnvironmentInput) -> CheckEnvironmentOutput:
                 npu_info = parse_npu_smi(text, "npu-smi info")
                 evidence.append(Evidence(kind="command", ref="npu-smi info", detail=why))
         else:
-            why = f"no npu-smi output for --root {root}"
+            why = f"no npu-smi output for {frontend.option('root', str(root))}"
         checks += _npu_checks(npu_info, why, live, env)
         stack, versions, ev = _stack_checks(root, env, npu_info)
         checks += stack
@@ -408,7 +419,7 @@ def check_environment(params: CheckEnvironmentInput) -> CheckEnvironmentOutput:
     if params.nvidia_smi_output is not None or params.target == "gpu":
         why = ""
         if params.nvidia_smi_output is not None:
-            gpu_info = parse_nvidia_smi(_read_text(params.nvidia_smi_output, "--nvidia-smi-output"), str(params.nvidia_smi_output))
+            gpu_info = parse_nvidia_smi(_read_text(params.nvidia_smi_output, "nvidia_smi_output"), str(params.nvidia_smi_output))
             evidence.append(Evidence(kind="file", ref=str(params.nvidia_smi_output), detail="nvidia-smi"))
         elif live:
             text, why = _run_smi(["nvidia-smi"])
@@ -416,7 +427,7 @@ def check_environment(params: CheckEnvironmentInput) -> CheckEnvironmentOutput:
                 gpu_info = parse_nvidia_smi(text, "nvidia-smi")
                 evidence.append(Evidence(kind="command", ref="nvidia-smi", detail=why))
         else:
-            why = f"no nvidia-smi output for --root {root}"
+            why = f"no nvidia-smi output for {frontend.option('root', str(root))}"
         gpu_checks = _gpu_checks(gpu_info, why, live)
         if params.target == "npu":  # informational on the NPU side
             gpu_checks = [c.model_copy(update={"critical": False}) for c in gpu_checks]
@@ -449,7 +460,8 @@ def check_environment(params: CheckEnvironmentInput) -> CheckEnvironmentOutput:
                 name="device_probe",
                 status="skipped",
                 critical=False,
-                reason="not run: " + ("disabled by --probe off" if params.probe == "off" else "recorded inputs or --root describe another machine"),
+                reason="not run: " + (f"disabled by {frontend.option('probe', 'off')}" if params.probe == "off"
+                                      else f"recorded inputs or {frontend.option('root')} describe another machine"),
                 source="subprocess probe",
             )
         )
@@ -475,7 +487,8 @@ def check_environment(params: CheckEnvironmentInput) -> CheckEnvironmentOutput:
             params.snapshot_out.write_text(out.model_dump_json(indent=2), encoding="utf-8")
         except OSError as exc:
             raise AccAgentError("write_failed", f"cannot write snapshot {params.snapshot_out}: {exc.strerror}",
-                                hint="Pick a writable --snapshot-out path.", path=str(params.snapshot_out)) from None
+                                hint=f"Pick a writable {frontend.option('snapshot_out')} path.", path=str(params.snapshot_out),
+                                field="snapshot_out") from None
     return out
 
 
@@ -513,7 +526,7 @@ def _render_check(out: CheckEnvironmentOutput) -> str:
                 lines.append(f"  {'':<8} {'':<{width}}  fix: {c.fix}")
     if out.snapshot_path:
         lines += ["", f"snapshot written to {out.snapshot_path}"]
-    return "\n".join(lines)
+    return terminal_lines(lines)
 
 
 # --------------------------------------------------------------------------- diff_environments
@@ -545,10 +558,10 @@ def _load_snapshot(path: Path) -> dict[str, object]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise AccAgentError("invalid_snapshot", f"{path} is not JSON ({exc.msg} at line {exc.lineno})",
-                            hint="Pass a file written by `acc-agent check-environment --snapshot-out FILE`.", path=str(path)) from None
+                            hint=f"Pass a file written by {frontend.invoke('check_environment', snapshot_out='<FILE>')}.", path=str(path)) from None
     if not isinstance(data, dict) or "checks" not in data or "versions" not in data:
         raise AccAgentError("invalid_snapshot", f"{path} is not an environment snapshot (no 'checks'/'versions')",
-                            hint="Pass a file written by `acc-agent check-environment --snapshot-out FILE`.", path=str(path))
+                            hint=f"Pass a file written by {frontend.invoke('check_environment', snapshot_out='<FILE>')}.", path=str(path))
     return data
 
 
@@ -575,10 +588,10 @@ def _flatten(snap: dict[str, object]) -> dict[str, str | None]:
 
 
 @tool(
-    description="Compare two environment snapshots (baseline machine vs target machine) for Compare.md §2.\n\n"
-    "Lists every difference with its impact: expected (the GPU and NPU stacks naturally differ), review "
-    "(framework, Python or OS differences that can change numbers). Snapshots come from "
-    "`check-environment --snapshot-out`.",
+    description="Call with the baseline and target machines' snapshots (check_environment snapshot_out): lists each "
+    "difference, expected or able to change numbers. Returns verdict same | differs, differences[].",
+    title="Diff two environments",
+    read_only=True,
     positional=("baseline", "target"),
 )
 def diff_environments(params: DiffEnvironmentsInput) -> DiffEnvironmentsOutput:

@@ -1,9 +1,14 @@
-"""``compare_loss_curves``: baseline vs target training curves, aligned by step.
+"""``compare_loss_curves``: baseline vs target training curves, held to a named standard.
 
-Defaults follow how real CI compares training runs (Megatron-LM / MindSpeed functional tests):
-relative tolerances loss 2 %, grad norm 10 %, throughput 5 %, memory 10 %, step time 5 %, and the
-first 5 steps left out (plus any warm-up step either run shows). Two runs on one platform make
-the same comparison a non-determinism check.
+A *profile* (``acc_agent.numerics.loss_profiles``) says what "the curves agree" means: the default
+``ascend`` profile is the bar Ascend migrations are accepted against (mean relative loss error
+≤ 1 %, first-step loss within 0.5 % or 0.005, grad norm within 10 % on average); ``ci`` is the
+Megatron-LM / MindSpeed functional-test convention (worst point within 2 % loss, 10 % grad norm,
+5 % throughput, 10 % memory, first 5 steps left out). Every criterion comes back with its value, its
+limit and pass/fail, and the summary names the one that failed. Steps are aligned by the numbers the
+logs carry; different step units or logging intervals are warned about, and where the baseline's
+own step-to-step noise exceeds a limit the smoothed curves decide (and the output says so). Two
+runs on one platform make the same comparison a non-determinism check.
 """
 
 from __future__ import annotations
@@ -14,71 +19,112 @@ from typing import Any, Literal
 from pydantic import Field
 
 from acc_agent.models.common import CsvStrs, Evidence, ToolInput
-from acc_agent.models.training import CompareLossCurvesOutput, CurveComparison, TolerancesArg
+from acc_agent.models.training import CompareLossCurvesOutput, CriterionResult, CurveComparison, TolerancesArg
 from acc_agent.registry import tool
 
-DEFAULT_TOLERANCES: dict[str, float] = {
-    "loss": 0.02,
-    "grad_norm": 0.10,
-    "throughput": 0.05,
-    "tflops_per_device": 0.05,
-    "step_time_ms": 0.05,
-    "memory_mb": 0.10,
-    "memory_allocated_mb": 0.10,
-    "memory_max_allocated_mb": 0.10,
-    "eval_loss": 0.02,
-}
-PERFORMANCE = ("throughput", "tflops_per_device", "step_time_ms", "memory_")
-FALLBACK_TOLERANCE = 0.02
+VERDICT_WORDS = {"identical": "identical", "match": "match", "diverged": "diverged", "insufficient_data": "insufficient data"}
+STATUS_WORDS = {"pass": "met", "fail": "NOT met", "na": "N/A", "identical": "identical", "reported": "reported", "raw": "raw"}
 
 
 class CompareLossCurvesInput(ToolInput):
-    baseline_log: Path = Field(description="Baseline run's log (GPU, or the earlier run of a repeat).")
+    baseline_log: Path = Field(description="Baseline run's log (GPU, or the earlier run of a repeat); a TensorBoard event file or run directory works too.")
     target_log: Path = Field(description="Target run's log (NPU, or the repeat).")
-    metrics: CsvStrs | None = Field(default=None, description="Canonical metrics to compare (default: every metric with a default tolerance found in both logs).")
-    tolerances: TolerancesArg = Field(default_factory=dict, description="Relative tolerances overriding the defaults, e.g. loss=0.02,grad_norm=0.1.")
-    skip_first: int = Field(default=5, ge=0, description="Leave out the first N steps of the overlap (start-up noise), as CI does.")
-    patience: int = Field(default=1, ge=1, description="Consecutive out-of-tolerance points needed to call a divergence.")
+    profile: Literal["ascend", "ci"] = Field(
+        default="ascend",
+        description="Standard to hold the curves to: ascend (default; mean relative loss error <= 1 %, first-step loss within "
+        "0.5 % or 0.005, grad norm mean relative error <= 10 %) or ci (max relative deviation: loss 2 %, grad norm 10 %, "
+        "throughput 5 %, memory 10 %, after the first 5 steps).")
+    metrics: CsvStrs | None = Field(default=None, description="Canonical metrics to compare (default: the profile's metrics plus speed/memory metrics found in both logs).")
+    tolerances: TolerancesArg = Field(
+        default_factory=dict,
+        description="Relative limits overriding the profile's, e.g. loss=0.02,grad_norm=0.1; loss.first_step=0.01 for the first-step rule.")
+    skip_first: int | None = Field(default=None, ge=0, description="Leave out the first N steps of the overlap (default: the profile's, 0 for ascend, 5 for ci).")
+    patience: int = Field(default=1, ge=1, description="Consecutive points over the limit that mark the first divergent step.")
     baseline_run: int | None = Field(default=None, ge=0, description="Run index in the baseline log (default: the longest).")
     target_run: int | None = Field(default=None, ge=0, description="Run index in the target log (default: the longest).")
     plot: Path | None = Field(default=None, description="Write a PNG of both curves and their deviation here.")
 
 
-def _is_perf(name: str) -> bool:
-    return any(name == p or (p.endswith("_") and name.startswith(p)) for p in PERFORMANCE)
-
-
 def _render(out: CompareLossCurvesOutput) -> str:
-    lines = [f"[{out.verdict}] {out.summary}"]
+    lines = [f"[{VERDICT_WORDS.get(out.verdict, out.verdict)}] {out.summary}"]
+    if out.profile_title:
+        lines.append(f"  standard: {out.profile_title} ({out.profile_description})")
+    for c in out.criteria:
+        where = f"steps {c.step_range[0]}-{c.step_range[1]}" if c.step_range else ""
+        curve = f"{c.curve} curves" if c.curve != "first step" else "first step"
+        lines.append(f"  {c.label:<42} {STATUS_WORDS[c.status]:<8} {c.detail:<46} {curve}; {where}".rstrip("; "))
+        if c.note and c.note not in out.warnings:
+            lines.append(f"      {c.note}")
     for m in out.metrics:
-        dev = f"max {m.max_rel_dev:.3%} @ {m.max_dev_step}, mean {m.mean_rel_dev:.3%}" if m.max_rel_dev is not None else (m.reason or "")
-        tol = f"tol {m.tolerance:.1%}" if m.tolerance is not None else ""
-        first = f", first divergence @ {m.first_divergent_step}" if m.first_divergent_step is not None else ""
-        lines.append(f"  {m.metric:<24} {m.status:<9} {tol:<10} {m.steps_compared:>5} steps  {dev}{first}")
+        dev = f"max {m.max_rel_dev:.3%} @ {m.max_dev_step}, mean {m.mean_rel_dev:.3%}" if m.max_rel_dev is not None and m.mean_rel_dev is not None else (m.reason or "")
+        lines.append(f"  {m.metric:<24} {STATUS_WORDS.get(m.status, m.status):<10} {m.steps_compared:>5} steps  {dev}")
     if out.determinism:
         lines.append(f"  {out.determinism}")
+    lines.extend(f"  warning: {w}" for w in out.warnings)
     if out.plot_path:
         lines.append(f"  plot: {out.plot_path}")
-    return "\n".join(lines)
+    from acc_agent.text_safety import terminal_lines
+
+    return terminal_lines(lines)
+
+
+def _wanted(params: CompareLossCurvesInput, profile: Any, common: list[str]) -> list[str]:
+    from acc_agent.numerics.loss_profiles import is_performance
+
+    if params.metrics:
+        return list(params.metrics)
+    names = [m for m in common if profile.criteria_for(m) or m in params.tolerances or is_performance(m)]
+    for c in profile.criteria:  # accuracy metrics of the profile are listed even when a log lacks them (N/A, with why)
+        if c.kind == "accuracy" and not c.metric.endswith("_") and c.metric not in names:
+            names.append(c.metric)
+    return names
+
+
+def _summary(verdict: str, profile: Any, criteria: list[CriterionResult], metrics: list[CurveComparison],
+             first: CurveComparison | None) -> str:
+    acc = [c for c in criteria if c.kind == "accuracy" and c.status != "na"]
+    failed = [c for c in acc if c.status == "fail"]
+    if verdict == "diverged":
+        text = "; ".join(f"{c.label} {c.detail}" for c in failed) + f" ({profile.title} profile)"
+        if first is not None and first.first_divergent_step is not None:
+            text += f"; {first.metric.replace('_', ' ')} first leaves its limit at step {first.first_divergent_step}"
+    elif verdict == "identical":
+        same = [m for m in metrics if m.kind == "accuracy" and m.status == "identical"]
+        text = f"{', '.join(m.metric.replace('_', ' ') for m in same)} bit-identical over {same[0].steps_compared} compared steps"
+    else:
+        text = f"all {len(acc)} accuracy criteria of the {profile.title} profile met: " + ", ".join(f"{c.label} {c.detail}" for c in acc)
+    smoothed = [c for c in acc if c.curve == "smoothed"]
+    if smoothed:
+        text += "; judged on smoothed curves (the baseline's own noise is above the limit): " + ", ".join(c.label for c in smoothed)
+    perf = [c for c in criteria if c.kind == "performance" and c.status == "fail"]
+    if perf:
+        text += "; performance outside its limits (reported, not judged here): " + ", ".join(f"{c.label} {c.detail}" for c in perf)
+    return text
 
 
 @tool(
-    description="Compare baseline and target training curves (loss, grad norm, throughput, memory, step time) step by step.\n"
-    "Aligns different logging intervals, leaves out warm-up and the first steps, reports max/mean deviation, the first divergent step and a PNG plot.",
+    description="Call when baseline and NPU training logs both exist: aligns the curves step by step against a profile's "
+    "limits. Returns verdict identical | match | diverged | insufficient_data, first divergent step.",
+    title="Compare loss curves",
+    read_only=False,
+    destructive=False,
+    idempotent=True,
     positional=("baseline_log", "target_log"),
     text_renderer=_render,
 )
 def compare_loss_curves(params: CompareLossCurvesInput) -> CompareLossCurvesOutput:
-    import numpy as np
-
     from acc_agent.io.logs import parse_log
-    from acc_agent.numerics.curves import align, first_exceeding, relative_deviation
+    from acc_agent.numerics.loss_profiles import PROFILES
+    from acc_agent.numerics.step_alignment import step_warnings
+    from acc_agent.tools._curve_judge import judge_metric, na_criterion
 
+    profile = PROFILES[params.profile]
     base_log = parse_log(params.baseline_log)
     targ_log = parse_log(params.target_log)
     head: dict[str, Any] = {
         "baseline_log": str(base_log.path), "target_log": str(targ_log.path),
         "baseline_format": base_log.format, "target_format": targ_log.format,
+        "profile": profile.name, "profile_title": profile.title, "profile_description": profile.description,
     }
     evidence = [Evidence(kind="file", ref=str(base_log.path), detail=f"baseline, format {base_log.format}"),
                 Evidence(kind="file", ref=str(targ_log.path), detail=f"target, format {targ_log.format}")]
@@ -87,108 +133,96 @@ def compare_loss_curves(params: CompareLossCurvesInput) -> CompareLossCurvesOutp
         reason = f"no recognisable metric in {empty.path} ({empty.detection})"
         return CompareLossCurvesOutput(verdict="insufficient_data", summary=reason, evidence=evidence, **head)
     b_run, t_run = base_log.run(params.baseline_run), targ_log.run(params.target_run)
-    head.update(baseline_device=b_run.device, target_device=t_run.device)
+    head.update(baseline_device=b_run.device, target_device=t_run.device,
+                step_units={"baseline": b_run.step_unit, "target": t_run.step_unit})
     if b_run.device and t_run.device:
         head["comparison"] = "same_platform" if b_run.device == t_run.device else "cross_platform"
     common = sorted(set(b_run.series) & set(t_run.series))
-    wanted = params.metrics or [m for m in common if m in DEFAULT_TOLERANCES or m in params.tolerances]
+    axis = "loss" if "loss" in common else (common[0] if common else None)
+    warnings: list[str] = []
+    if axis is not None:
+        warnings += step_warnings(b_run.step_unit, t_run.step_unit, b_run.series[axis].steps, t_run.series[axis].steps)
+    warnings += [f"baseline log: {w}" for w in base_log.warnings] + [f"target log: {w}" for w in targ_log.warnings]
+    skip_first = profile.skip_first if params.skip_first is None else params.skip_first
     warm = set(b_run.warmup_steps) | set(t_run.warmup_steps)
     results: list[CurveComparison] = []
+    criteria: list[CriterionResult] = []
     panels = []
-    for metric in wanted:
-        kind: Literal["accuracy", "performance"] = "performance" if _is_perf(metric) else "accuracy"
-        if metric in params.tolerances:
-            tol, tol_src = params.tolerances[metric], "--tolerances"
-        elif metric in DEFAULT_TOLERANCES:
-            tol, tol_src = DEFAULT_TOLERANCES[metric], "default (CI convention)"
-        else:
-            tol, tol_src = FALLBACK_TOLERANCE, f"fallback {FALLBACK_TOLERANCE:.0%} (no default for this metric)"
+    for metric in _wanted(params, profile, common):
+        rules = profile.criteria_for(metric)
+        if not rules and (metric in params.tolerances or params.metrics):
+            from acc_agent.numerics.loss_profiles import Criterion, is_performance
+
+            rules = [Criterion(metric, profile.default_statistic, profile.fallback_limit,
+                               kind="performance" if is_performance(metric) else "accuracy")]
         if metric not in b_run.series or metric not in t_run.series:
             missing = "baseline" if metric not in b_run.series else "target"
-            results.append(CurveComparison(metric=metric, kind=kind, status="na", tolerance=tol, tolerance_source=tol_src, reason=f"no '{metric}' series in the {missing} log"))
+            reason = f"no {metric.replace('_', ' ')} series in the {missing} log"
+            kind: Literal["accuracy", "performance"] = rules[0].kind if rules else "accuracy"
+            results.append(CurveComparison(metric=metric, kind=kind, status="na", reason=reason))
+            criteria += [na_criterion(c, metric, profile, params.tolerances, reason) for c in rules]
             continue
         bs, ts = b_run.series[metric], t_run.series[metric]
-        b_steps, b_vals = np.asarray(bs.steps, float), np.asarray(bs.values, float)
-        t_steps, t_vals = np.asarray(ts.steps, float), np.asarray(ts.values, float)
-        grid, b_on, t_on = align(b_steps, b_vals, t_steps, t_vals)
-        if grid.size == 0:
-            results.append(CurveComparison(metric=metric, kind=kind, status="na", tolerance=tol, tolerance_source=tol_src,
-                                           reason=f"no overlapping steps (baseline {int(b_steps[0])}-{int(b_steps[-1])}, target {int(t_steps[0])}-{int(t_steps[-1])})"))
-            continue
-        first = grid[0]
-        keep = (grid >= first + params.skip_first) & ~np.isin(grid, list(warm))
-        skipped = [int(s) for s in grid[~keep]]
-        grid, b_on, t_on = grid[keep], b_on[keep], t_on[keep]
-        sparser = "baseline" if b_steps.size <= t_steps.size else "target"
-        alignment = "same steps" if np.array_equal(b_steps, t_steps) else f"on the {sparser}'s steps, the other side linearly interpolated"
-        if grid.size == 0:
-            results.append(CurveComparison(metric=metric, kind=kind, status="na", tolerance=tol, tolerance_source=tol_src, skipped_steps=skipped,
-                                           alignment=alignment, reason=f"every overlapping step was skipped (first {params.skip_first} steps / warm-up)"))
-            continue
-        dev = relative_deviation(b_on, t_on)
-        absdev = np.abs(t_on - b_on)
-        idx = first_exceeding(grid, dev, tol, params.patience)
-        finite = np.isfinite(dev)
-        imax = int(np.nanargmax(np.where(finite, dev, np.inf))) if dev.size else 0
-        identical = bool(np.array_equal(b_on, t_on))
-        status: Literal["identical", "pass", "fail", "na"] = "identical" if identical else ("fail" if idx is not None else "pass")
-        results.append(CurveComparison(
-            metric=metric, kind=kind, status=status, tolerance=tol, tolerance_source=tol_src, steps_compared=int(grid.size),
-            step_range=[int(grid[0]), int(grid[-1])], skipped_steps=skipped, alignment=alignment,
-            max_rel_dev=float(dev[imax]) if finite.any() else None, mean_rel_dev=float(np.mean(dev[finite])) if finite.any() else None,
-            max_abs_dev=float(np.nanmax(absdev)) if finite.any() else None, max_dev_step=int(grid[imax]),
-            first_divergent_step=int(grid[idx]) if idx is not None else None,
-        ))
-        if params.plot is not None:
+        judged = judge_metric(metric, (bs.steps, bs.values), (ts.steps, ts.values), rules, profile, params.tolerances,
+                              skip_first, warm, params.patience)
+        results.append(judged.comparison)
+        criteria += judged.criteria
+        warnings += judged.notes
+        if params.plot is not None and judged.panel is not None and judged.comparison.steps_compared:
             from acc_agent.render.plot_curves import CurvePanel
 
-            panels.append(CurvePanel(metric, list(b_steps), list(b_vals), list(t_steps), list(t_vals), list(grid), list(dev), tol,
-                                     int(grid[idx]) if idx is not None else None))
-    acc = [r for r in results if r.kind == "accuracy" and r.status != "na"]
-    perf_fail = [r.metric for r in results if r.kind == "performance" and r.status == "fail"]
-    out_extra: dict[str, Any] = {}
+            panels.append(CurvePanel(*judged.panel))
+    acc = [c for c in criteria if c.kind == "accuracy" and c.status != "na"]
+    failed = [c for c in acc if c.status == "fail"]
+    out_extra: dict[str, Any] = {
+        "criteria": criteria, "failed_criteria": [c.label for c in failed], "warnings": warnings,
+        "performance_failed": [c.label for c in criteria if c.kind == "performance" and c.status == "fail"],
+    }
     verdict: Literal["identical", "match", "diverged", "insufficient_data"]
+    first: CurveComparison | None = None
+    acc_metrics = [r for r in results if r.kind == "accuracy" and r.status != "na"]
     if not acc:
-        reason = f"no accuracy metric could be compared (common metrics: {', '.join(common) or 'none'})"
-        verdict = "insufficient_data"
-        summary = reason
+        why = "; ".join(f"{c.label}: {c.note}" for c in criteria if c.kind == "accuracy" and c.note) or "no accuracy metric in both logs"
+        verdict, summary = "insufficient_data", f"no accuracy criterion of the {profile.title} profile could be evaluated ({why}; common metrics: {', '.join(common) or 'none'})"
     else:
-        failing = [r for r in acc if r.status == "fail"]
-        if failing:
-            first = min(failing, key=lambda r: (r.first_divergent_step if r.first_divergent_step is not None else 1 << 62, r.metric != "loss"))
+        if failed:
             verdict = "diverged"
+            failing = [r for r in acc_metrics if r.status == "fail"]
+            first = min(failing, key=lambda r: (r.first_divergent_step if r.first_divergent_step is not None else 1 << 62, r.metric != "loss"))
             out_extra.update(first_divergent_step=first.first_divergent_step, first_divergent_metric=first.metric)
-            summary = (f"{first.metric} leaves its {first.tolerance:.1%} tolerance at step {first.first_divergent_step} "
-                       f"(max deviation {first.max_rel_dev:.2%} at step {first.max_dev_step})")
-        elif all(r.status == "identical" for r in acc):
+        elif acc_metrics and all(r.status == "identical" for r in acc_metrics):
             verdict = "identical"
-            summary = f"{', '.join(r.metric for r in acc)} bit-identical over {acc[0].steps_compared} compared steps"
         else:
             verdict = "match"
-            worst = max(acc, key=lambda r: r.max_rel_dev or 0.0)
-            summary = f"all accuracy curves within tolerance; largest deviation {worst.metric} {worst.max_rel_dev:.3%} (tolerance {worst.tolerance:.1%})"
-        if perf_fail:
-            summary += f"; performance metrics outside tolerance (reported, not judged here): {', '.join(perf_fail)}"
-    if head.get("comparison") == "same_platform" and acc:
-        loss = next((r for r in acc if r.metric == "loss"), acc[0])
-        out_extra["determinism"] = (
-            f"same platform ({b_run.device}): bit-identical {loss.metric} — deterministic" if loss.status == "identical"
-            else f"same platform ({b_run.device}): {loss.metric} differs by up to {loss.max_rel_dev:.3%} — run-to-run non-determinism"
-            + (" within tolerance" if loss.status == "pass" else ", beyond tolerance")
-        )
-    for r in results:
-        if r.step_range:
-            evidence.append(Evidence(kind="threshold", ref=f"{r.metric} tolerance {r.tolerance:.1%}", detail=f"{r.tolerance_source}; steps {r.step_range[0]}-{r.step_range[1]}"))
-    if params.plot is not None:
-        if panels:
-            try:
-                from acc_agent.render.plot_curves import plot_curves
-
-                path = plot_curves(panels, params.plot, f"baseline ({b_run.device or base_log.format})", f"target ({t_run.device or targ_log.format})")
-                out_extra["plot_path"] = str(path)
-                evidence.append(Evidence(kind="file", ref=str(path), detail="curve plot"))
-            except (ImportError, OSError, ValueError) as exc:
-                out_extra["plot_note"] = f"plot not written: {type(exc).__name__}: {exc}"
+        summary = _summary(verdict, profile, criteria, results, first)
+    if warnings and verdict != "insufficient_data":
+        summary += f"; {len(warnings)} warning(s) about the step axes or the baseline's noise, listed with the result"
+    if head.get("comparison") == "same_platform" and acc_metrics:
+        loss = next((r for r in acc_metrics if r.metric == "loss"), acc_metrics[0])
+        if loss.status == "identical":
+            out_extra["determinism"] = f"same platform ({b_run.device}): bit-identical {loss.metric} — deterministic"
         else:
-            out_extra["plot_note"] = "plot not written: no metric had overlapping steps"
+            within = "within the profile's limits" if loss.status == "pass" else "beyond the profile's limits"
+            out_extra["determinism"] = (f"same platform ({b_run.device}): {loss.metric} differs by up to {loss.max_rel_dev or 0.0:.3%} — "
+                                        f"run-to-run non-determinism, {within}")
+    for c in criteria:
+        if c.step_range:
+            evidence.append(Evidence(kind="threshold", ref=f"{c.label} ≤ {c.limit * 100:g} %",
+                                     detail=f"{c.limit_source}; steps {c.step_range[0]}-{c.step_range[1]}, {c.curve}"))
+    if params.plot is not None:
+        _plot(params.plot, panels, out_extra, evidence, f"baseline ({b_run.device or base_log.format})", f"target ({t_run.device or targ_log.format})")
     return CompareLossCurvesOutput(verdict=verdict, summary=summary, evidence=evidence, metrics=results, **head, **out_extra)
+
+
+def _plot(path: Path, panels: list[Any], out_extra: dict[str, Any], evidence: list[Evidence], b_label: str, t_label: str) -> None:
+    if not panels:
+        out_extra["plot_note"] = "plot not written: no metric had overlapping steps"
+        return
+    try:
+        from acc_agent.render.plot_curves import plot_curves
+
+        written = plot_curves(panels, path, b_label, t_label)
+        out_extra["plot_path"] = str(written)
+        evidence.append(Evidence(kind="file", ref=str(written), detail="curve plot"))
+    except (ImportError, OSError, ValueError) as exc:
+        out_extra["plot_note"] = f"plot not written: {type(exc).__name__}: {exc}"

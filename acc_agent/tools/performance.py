@@ -1,7 +1,8 @@
 """The performance skill: measure latency/throughput reproducibly, and compare two measurements.
 
-``measure_performance`` runs only when seed 002 §7.0 says so — the user asked (running the CLI
-command with --callable/--command/--from-log *is* asking), or the environment verdict is ``auto``
+``measure_performance`` runs only when the migration rules allow it (the trigger conditions):
+the user asked (running the CLI command with --callable/--command/--from-log *is* asking), or the
+environment verdict is ``auto``
 and the user agreed, or the acceptance criteria contain a latency/throughput KPI. Otherwise it
 returns ``not_executed`` with exactly the reason, the missing conditions and a command template.
 
@@ -18,11 +19,13 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from acc_agent import frontend, progress
 from acc_agent.errors import AccAgentError
 from acc_agent.models.common import Evidence
 from acc_agent.models.performance import (
@@ -41,12 +44,13 @@ from acc_agent.models.performance import (
     WarmupReport,
 )
 from acc_agent.registry import tool
+from acc_agent.text_safety import terminal_lines
 
 WARMUP_REASON = (
     "untimed iterations first, so one-off costs (graph compilation, operator selection, allocator "
-    "growth, caches) stay out of the statistics; seed §7.2 asks for at least 10"
+    "growth, caches) stay out of the statistics; at least 10 are recommended"
 )
-ITERATIONS_REASON = "enough samples for a stable p95 (at least 100 per seed §7.2); raw timings are kept for confidence intervals"
+ITERATIONS_REASON = "enough samples for a stable p95 (at least 100 recommended); raw timings are kept for confidence intervals"
 _CHUNK = 16  # iterations between timeout checks of an in-process callable
 
 
@@ -58,10 +62,12 @@ def _trigger(p: MeasurePerformanceInput) -> tuple[str | None, list[str]]:
         return "the acceptance criteria contain a latency/throughput KPI", []
     if p.environment_verdict == "auto" and p.user_agreed:
         return "the environment check says tests can run directly (auto) and the user agreed", []
-    missing = ["the user explicitly asks for a performance test (running `acc-agent measure-performance` counts)"]
+    asked = ("pass requested=true only when the user asked" if frontend.current() == "mcp"
+             else "running `acc-agent measure-performance` counts")
+    missing = [f"the user explicitly asks for a performance test ({asked})"]
     if p.environment_verdict != "auto":
         missing.append(
-            f"check-environment verdict is auto (now: {p.environment_verdict or 'not checked'}) and the user agrees to run tests"
+            f"check_environment verdict is auto (now: {p.environment_verdict or 'not checked'}) and the user agrees to run tests"
         )
     else:
         missing.append("the user agrees to run tests (environment verdict is already auto)")
@@ -70,6 +76,15 @@ def _trigger(p: MeasurePerformanceInput) -> tuple[str | None, list[str]]:
 
 
 def _template(p: MeasurePerformanceInput) -> str:
+    """The measurement to hand over: a command line for a shell user, a tool call for an MCP caller."""
+    if frontend.current() == "mcp":
+        target: dict[str, Any] = (
+            {"command": p.command} if p.command else {"from_log": str(p.from_log)} if p.from_log
+            else {"callable": p.callable or "<module>:<function>", "setup": p.setup})
+        sizes: Any = _batches(p.batch_sizes)[0] if p.batch_sizes != [1] else "<[1, target batch]>"
+        return frontend.invoke("measure_performance", **target, batch_sizes=sizes, warmup=max(p.warmup, 10),
+                               iterations=max(p.iterations, 100), scope=p.scope or "end_to_end",
+                               requested=True, out="perf_<npu|gpu>.json")
     if p.command:
         what = f"--command {json.dumps(p.command)}"
     elif p.from_log:
@@ -86,11 +101,12 @@ def _template(p: MeasurePerformanceInput) -> str:
 def _batches(sizes: list[int]) -> tuple[list[int], str | None]:
     bad = [b for b in sizes if b < 1]
     if bad:
-        raise AccAgentError("invalid_batch", f"batch sizes must be >= 1, got {bad}", hint="Example: --batch-sizes 1,8")
+        raise AccAgentError("invalid_batch", f"batch sizes must be >= 1, got {bad}",
+                            hint=f"Example: {frontend.option('batch_sizes', [1, 8])}", field="batch_sizes")
     ordered = list(dict.fromkeys(sizes))
     if 1 in ordered:
         return ordered, None
-    return [1, *ordered], "batch size 1 added: seed §7.2 asks for a batch list that includes 1 and the target batch"
+    return [1, *ordered], "batch size 1 added: a measurement covers batch 1 and the target batch"
 
 
 def _resolve(spec: str, what: str) -> Callable[..., Any]:
@@ -99,7 +115,8 @@ def _resolve(spec: str, what: str) -> Callable[..., Any]:
 
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise AccAgentError("invalid_callable", f"{what} {spec!r} is not MODULE:FUNC", hint="Example: --callable mypkg.infer:run")
+        raise AccAgentError("invalid_callable", f"{frontend.option(what)} \"{spec}\" is not MODULE:FUNC",
+                            hint=f"Example: {frontend.option(what, 'mypkg.infer:run')}", field=what)
     cwd = str(Path.cwd())
     added = cwd not in sys.path
     if added:
@@ -109,7 +126,7 @@ def _resolve(spec: str, what: str) -> Callable[..., Any]:
     except Exception as exc:  # noqa: BLE001 - any import failure of user code is bad input
         raise AccAgentError(
             "callable_not_found",
-            f"cannot import module {module_name!r} for {what} {spec}: {type(exc).__name__}: {exc}",
+            f"cannot import module {module_name} for {frontend.option(what)} {spec}: {type(exc).__name__}: {exc}",
             hint="Run from the project directory or add it to PYTHONPATH.",
         ) from None
     finally:
@@ -119,7 +136,7 @@ def _resolve(spec: str, what: str) -> Callable[..., Any]:
     for part in attr.split("."):
         obj = getattr(obj, part, None)
         if obj is None:
-            raise AccAgentError("callable_not_found", f"{module_name} has no attribute {attr!r} ({what} {spec})",
+            raise AccAgentError("callable_not_found", f"{module_name} has no attribute {attr} ({frontend.option(what)} {spec})",
                                 hint=f"Check the function name in {module_name}.")
     if not callable(obj):
         raise AccAgentError("invalid_callable", f"{spec} is not callable", hint="Point at a function.")
@@ -203,18 +220,34 @@ def _error_row(bs: int, p: MeasurePerformanceInput, message: str) -> BatchResult
 
 def _measure_callable(p: MeasurePerformanceInput, batches: list[int]) -> tuple[list[BatchResult], str]:
     assert p.callable is not None
-    func = _resolve(p.callable, "--callable")
-    setup = _resolve(p.setup, "--setup") if p.setup else None
+    func = _resolve(p.callable, "callable")
+    setup = _resolve(p.setup, "setup") if p.setup else None
     rows: list[BatchResult] = []
     sync_text = "none"
-    for bs in batches:
+    for k, bs in enumerate(batches):
+        tick = _ticker(p, k, len(batches), bs)
         try:
             with _alarm(p.timeout_s):
-                row, sync_text = _measure_one(p, bs, func, setup)
+                row, sync_text = _measure_one(p, bs, func, setup, tick)
             rows.append(row)
+        except progress.Cancelled:
+            raise
         except Exception as exc:  # noqa: BLE001 - the user's callable failing is a result, not a crash
             rows.append(_error_row(bs, p, f"batch {bs}: {_err(exc)}"))
     return rows, sync_text
+
+
+def _ticker(p: MeasurePerformanceInput, k: int, n_batches: int, bs: int) -> Callable[[int], None]:
+    """Progress for batch ``k`` of ``n_batches``: one unit per warm-up or timed iteration.
+
+    Reported between iterations (never inside a timed interval); raises when the caller cancelled.
+    """
+    per = p.warmup + p.iterations
+
+    def tick(done: int) -> None:
+        progress.report(k * per + done, n_batches * per, f"batch size {bs}: {done} of {per} iterations")
+
+    return tick
 
 
 class CallTimeout(Exception):
@@ -233,7 +266,7 @@ def _alarm(seconds: float) -> Iterator[None]:
         return
 
     def fire(_signum: int, _frame: object) -> None:
-        raise CallTimeout(f"--timeout-s {seconds:g} s exceeded (the callable was interrupted)")
+        raise CallTimeout(f"{frontend.option('timeout_s', f'{seconds:g}')} s exceeded (the callable was interrupted)")
 
     previous = signal.signal(signal.SIGALRM, fire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -245,7 +278,8 @@ def _alarm(seconds: float) -> Iterator[None]:
 
 
 def _measure_one(
-    p: MeasurePerformanceInput, bs: int, func: Callable[..., Any], setup: Callable[..., Any] | None
+    p: MeasurePerformanceInput, bs: int, func: Callable[..., Any], setup: Callable[..., Any] | None,
+    tick: Callable[[int], None] | None = None,
 ) -> tuple[BatchResult, str]:
     """Setup, warm-up, then timed iterations for one batch size; raises on any failure of user code."""
     from acc_agent.timing import StageTimer, device_sync, run_iterations, torch_device_in_use
@@ -255,8 +289,11 @@ def _measure_one(
     def call(payload: Any = payload) -> Any:
         return func(payload)
 
+    tick = tick or (lambda _done: None)
+    tick(0)
     sync, _ = device_sync(p.sync)
     run_iterations(call, p.warmup, 0, sync=sync)
+    tick(p.warmup)
     sync, sync_text = device_sync(p.sync)  # the warm-up may have initialised the device
     kind = p.sync if p.sync in ("cuda", "npu") else (torch_device_in_use() or "") if p.sync == "auto" else ""
     dev = _device_module(kind)
@@ -268,8 +305,10 @@ def _measure_one(
     while len(samples) < p.iterations:
         n = min(_CHUNK, p.iterations - len(samples))
         samples += run_iterations(call, 0, n, sync=sync, timer=timer)
+        tick(p.warmup + len(samples))
         if time.perf_counter() - start > p.timeout_s and len(samples) < p.iterations:
-            raise CallTimeout(f"stopped after {len(samples)} of {p.iterations} iterations: --timeout-s {p.timeout_s:g} s exceeded")
+            raise CallTimeout(f"stopped after {len(samples)} of {p.iterations} iterations: "
+                              f"{frontend.option('timeout_s', f'{p.timeout_s:g}')} s exceeded")
     row = _stats(bs, samples, p, p.warmup, timer.durations)
     row.peak_host_memory_mb = _peak_host_mb()
     if dev is not None:
@@ -286,16 +325,20 @@ def _measure_command(p: MeasurePerformanceInput, batches: list[int]) -> list[Bat
     try:
         template = shlex.split(p.command)  # the user's own argument, never file contents
     except ValueError as exc:
-        raise AccAgentError("invalid_command", f"cannot split --command: {exc}", hint="Check the quotes.") from None
+        raise AccAgentError("invalid_command", f"cannot split {frontend.option('command')}: {exc}", hint="Check the quotes.",
+                            field="command") from None
     if not template:
-        raise AccAgentError("invalid_command", "--command is empty", hint='Example: --command "python infer.py --batch {batch_size}"')
+        raise AccAgentError("invalid_command", f"{frontend.option('command')} is empty", field="command",
+                            hint=f"Example: {frontend.option('command', 'python infer.py --batch {batch_size}')}")
     rows: list[BatchResult] = []
-    for bs in batches:
+    for k, bs in enumerate(batches):
         argv = [a.replace("{batch_size}", str(bs)) for a in template]
         env = dict(os.environ, ACC_AGENT_BATCH_SIZE=str(bs))
         samples: list[int] = []
         error = None
+        tick = _ticker(p, k, len(batches), bs)
         for i in range(p.warmup + p.iterations):
+            tick(i)  # between runs, outside the timed interval; raises if the caller cancelled
             t0 = time.perf_counter_ns()
             try:
                 proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=p.timeout_s, check=False)
@@ -318,39 +361,96 @@ def _measure_command(p: MeasurePerformanceInput, batches: list[int]) -> list[Bat
     return rows
 
 
-def _log_timings(path: Path) -> tuple[list[float], list[float], str]:
-    """(step times ms, printed throughput values, how they were read) from a training/inference log."""
-    if not path.is_file():
-        raise AccAgentError("file_not_found", f"log {path} does not exist", hint="Pass an existing log file.", path=str(path))
-    try:
-        from acc_agent.registry import call_tool
+@dataclass
+class _LogTimings:
+    """What a log says about speed: per-step times, printed throughput, the run's batch size."""
 
-        out: Any = call_tool("parse_training_log", {"log": str(path), "metrics": ["step_time_ms", "throughput"]})
-        series = getattr(out, "series", {}) or {}
-        steps = [pt.value for pt in series.get("step_time_ms", []) if pt.value is not None]
-        thr = [pt.value for pt in series.get("throughput", []) if pt.value is not None]
-        if steps or thr:
-            return steps, thr, f"parse_training_log ({getattr(out, 'format', '?')})"
+    step_ms: list[float] = field(default_factory=list)
+    throughput: list[float] = field(default_factory=list)
+    how: str = "no step-time or throughput lines recognised"
+    batch_size: int | None = None
+    batch_source: str = ""
+    run_throughput: float | None = None  # one whole-run figure (HF train_samples_per_second)
+
+
+_BATCH_SOURCES = {
+    "megatron": "the log's 'global batch size' field",
+    "hf_trainer_text": "the training header's 'Total train batch size'",
+}
+
+
+def _log_timings(path: Path) -> _LogTimings:
+    """Step times, throughput and global batch size from a training/inference log, via parse_training_log."""
+    if not path.exists():
+        raise AccAgentError("file_not_found", f"log {path} does not exist", hint="Pass an existing log file.", path=str(path))
+    from acc_agent.registry import call_tool
+
+    try:
+        out: Any = call_tool("parse_training_log", {"log": str(path), "metrics": ["step_time_ms", "throughput", "global_batch_size"]})
     except AccAgentError as exc:
         if exc.code != "unknown_tool":
             raise
-    return [], [], "no step-time or throughput lines recognised"
+        return _LogTimings()
+    series = getattr(out, "series", {}) or {}
+    found = _LogTimings(
+        step_ms=[pt.value for pt in series.get("step_time_ms", []) if pt.value is not None],
+        throughput=[pt.value for pt in series.get("throughput", []) if pt.value is not None],
+    )
+    runs = getattr(out, "runs", []) or []
+    run = next((r for r in runs if r.index == getattr(out, "selected_run", None)), None)
+    scalars = dict(run.scalars) if run is not None else {}
+    batches = sorted({int(pt.value) for pt in series.get("global_batch_size", []) if pt.value is not None and pt.value >= 1})
+    if batches:
+        found.batch_size = batches[-1]
+        found.batch_source = _BATCH_SOURCES.get(out.format, "the log's global batch size") + (
+            f" (it changes during the run: {', '.join(map(str, batches))}; the last is used)" if len(batches) > 1 else "")
+    elif scalars.get("global_batch_size", 0) >= 1:
+        found.batch_size = int(scalars["global_batch_size"])
+        found.batch_source = _BATCH_SOURCES.get(out.format, "the log's summary")
+    if not found.throughput and scalars.get("throughput"):
+        found.run_throughput = float(scalars["throughput"])
+    if found.step_ms or found.throughput or found.run_throughput:
+        found.how = f"parse_training_log ({getattr(out, 'format', '?')})"
+    return found
+
+
+def _log_batch(p: MeasurePerformanceInput, batches: list[int], t: _LogTimings) -> tuple[int, str]:
+    """The batch size of the logged run: --batch-sizes when given, else what the log states, else 1."""
+    given = "batch_sizes" in p.model_fields_set
+    if given or t.batch_size is None:
+        note = f"batch size {batches[-1]} is taken from --batch-sizes (last entry)" if given else (
+            f"batch size {batches[-1]} is the default: the log does not state its batch size; pass --batch-sizes")
+        if given and t.batch_size is not None and t.batch_size != batches[-1]:
+            note += f"; the log states {t.batch_size} ({t.batch_source}): check which one the run used"
+        return batches[-1], note
+    return t.batch_size, f"batch size {t.batch_size} read from {t.batch_source}"
 
 
 def _measure_log(p: MeasurePerformanceInput, batches: list[int]) -> tuple[list[BatchResult], list[str], str]:
-    from acc_agent.numerics.stats import detect_warmup
+    from acc_agent.numerics.stats import detect_warmup, summarize
 
     assert p.from_log is not None
-    steps, thr, how = _log_timings(p.from_log)
-    bs = batches[-1]
-    notes = [f"batch size {bs} is taken from --batch-sizes (last entry): a log does not state it reliably"]
+    t = _log_timings(p.from_log)
+    steps, thr, how = t.step_ms, t.throughput, t.how
+    bs, batch_note = _log_batch(p, batches, t)
+    notes = [batch_note]
+    printed = "as printed in the log (median of its throughput/FPS values)"
+    if len(steps) < 2 and not thr and t.run_throughput is not None:
+        row = BatchResult(batch_size=bs, status="ok", scope=p.scope or "training_step", warmup=0, iterations=1,
+                          throughput=t.run_throughput,
+                          throughput_unit="samples/s as the Trainer reports it (train_samples_per_second: samples over the "
+                          "whole training time, start-up and evaluation pauses included)",
+                          warmup_detection=WarmupReport(configured=0, rule="none", reason=(
+                              "the run was not repeated and the log gives one whole-run figure: warm-up cannot be "
+                              "separated from it; --warmup does not apply to logs")))
+        notes.append(f"{p.from_log} states one whole-run throughput (train_samples_per_second) and no per-step times: "
+                     "latency statistics are N/A")
+        return [row], notes, how
     if len(steps) < 2 and thr:
-        from acc_agent.numerics.stats import summarize
-
         twu = detect_warmup([1.0 / v if v > 0 else float("inf") for v in thr])  # slow = low throughput
         row = BatchResult(batch_size=bs, status="ok", scope=p.scope or "training_step", warmup=twu.count,
                           iterations=len(thr) - twu.count, throughput=summarize(thr[twu.count :]).p50,
-                          throughput_unit="as printed in the log (median of its throughput/FPS values)",
+                          throughput_unit=printed,
                           warmup_detection=WarmupReport(configured=twu.count, rule=twu.rule, reason=(
                               f"the run was not repeated: the first {twu.count} logged throughput value(s) were detected as "
                               "warm-up (on 1/throughput) and excluded; --warmup does not apply to logs")))
@@ -369,10 +469,10 @@ def _measure_log(p: MeasurePerformanceInput, batches: list[int]) -> tuple[list[B
         rule=wu.rule,
     )
     if thr:
-        from acc_agent.numerics.stats import summarize
-
         row.throughput = summarize(thr[wu.count :] if len(thr) == len(steps) and len(thr) > wu.count else thr).p50
-        row.throughput_unit = "as printed in the log (median of its throughput/FPS values)"
+        row.throughput_unit = printed
+    elif t.batch_size is not None and row.throughput is not None and p.throughput_unit == "samples":
+        row.throughput_unit = f"samples/s = global batch size {bs} / mean step time"
     notes.append(f"log step times read with {how}; {len(steps)} step(s), {wu.count} excluded as warm-up")
     return [row], notes, how
 
@@ -433,24 +533,29 @@ def _render_measure(out: MeasurePerformanceOutput) -> str:
         else:
             lines.append(f"  bs {r.batch_size:>4}: error: {r.error}")
     lines += [f"  note: {n}" for n in out.notes]
-    return "\n".join(lines)
+    return terminal_lines(lines)
 
 
 @tool(
-    description="Measure latency (p50/p95/p99/mean ms) and throughput of a Python callable or a command over a batch list, "
-    "with warm-up, device synchronisation and per-stage timing; or read timings from a log.\n\n"
-    "Runs only when triggered (seed §7.0): running this command with --callable/--command/--from-log is an explicit "
-    "request; callers that pass --no-requested get not_executed with the reason, the missing conditions and a command "
-    "template unless the environment verdict is auto and the user agreed, or a latency KPI exists.",
+    description="Call only when performance testing is triggered (user asked; environment auto and user agreed; latency "
+    "KPI): times a callable or command per batch size. Returns results[] (p50_ms, p95_ms) or not_executed.",
+    title="Measure latency and throughput",
+    read_only=False,
+    destructive=True,
+    idempotent=False,
+    open_world=True,
     text_renderer=lambda out: _render_measure(out),
 )
 def measure_performance(params: MeasurePerformanceInput) -> MeasurePerformanceOutput:
     targets = [t for t in (params.callable, params.command, params.from_log) if t]
     if len(targets) > 1:
-        raise AccAgentError("conflicting_targets", "give only one of --callable, --command, --from-log",
+        raise AccAgentError("conflicting_targets", "give only one of " + ", ".join(
+                            frontend.option(k) for k in ("callable", "command", "from_log")),
                             hint="Measure each target in its own run, then compare the results files.")
     if params.setup and not params.callable:
-        raise AccAgentError("invalid_setup", "--setup only applies to --callable", hint="Drop --setup or add --callable.")
+        setup, func = frontend.option("setup"), frontend.option("callable")
+        raise AccAgentError("invalid_setup", f"{setup} only applies to {func}", hint=f"Drop {setup} or add {func}.",
+                            field="setup")
     if params.scope is None:
         params = params.model_copy(update={"scope": "training_step" if params.from_log else "end_to_end"})
     if params.from_log:
@@ -461,12 +566,14 @@ def measure_performance(params: MeasurePerformanceInput) -> MeasurePerformanceOu
     trigger, missing = _trigger(params)
     if trigger is None or not targets:
         reason = (
-            "performance measurement was not triggered (seed 002 §7.0)"
+            "performance measurement was not triggered: no trigger condition holds"
             if trigger is None
             else f"triggered ({trigger}) but nothing to measure was given"
         )
         if trigger is not None:
-            missing = ["a target to time: --callable MODULE:FUNC, --command CMD, or --from-log LOG"]
+            missing = ["a target to time: " + ", ".join(
+                (frontend.option("callable", "<MODULE:FUNC>"), frontend.option("command", "<CMD>"))) + " or "
+                + frontend.option("from_log", "<LOG>")]
         ne = NotExecuted(reason=reason, missing_conditions=missing, command_template=_template(params))
         return MeasurePerformanceOutput(verdict="not_executed", summary=f"not_executed: {reason}", not_executed=ne,
                                         evidence=[Evidence(kind="setting", ref="trigger", detail=reason)])
@@ -476,7 +583,8 @@ def measure_performance(params: MeasurePerformanceInput) -> MeasurePerformanceOu
         try:
             device_sync(params.sync)
         except RuntimeError as exc:
-            raise AccAgentError("sync_unavailable", str(exc), hint="Use --sync auto (detects the device the code uses) or none.") from None
+            raise AccAgentError("sync_unavailable", str(exc), field="sync",
+                                hint=f"Use {frontend.option('sync', 'auto')} (detects the device the code uses) or none.") from None
     notes = [batch_note] if batch_note else []
     evidence: list[Evidence] = []
     warmup_reason, iterations_reason = WARMUP_REASON, ITERATIONS_REASON
@@ -489,7 +597,8 @@ def measure_performance(params: MeasurePerformanceInput) -> MeasurePerformanceOu
         rows = _measure_command(params, batches)
         source, target = "command", params.command
         sync_text = "not needed: each iteration is a whole process, and process exit waits for device work"
-        notes.append("command timing includes process start-up and model loading on every run; use --callable to time the call alone")
+        notes.append("command timing includes process start-up and model loading on every run; use "
+                     f"{frontend.option('callable')} to time the call alone")
         evidence.append(Evidence(kind="command", ref=params.command, detail="timed per process run, shell not used"))
     else:
         assert params.from_log is not None
@@ -502,9 +611,9 @@ def measure_performance(params: MeasurePerformanceInput) -> MeasurePerformanceOu
         iterations_reason = "as many steps as the log has after warm-up"
         evidence.append(Evidence(kind="file", ref=str(params.from_log), detail=how))
     if params.warmup < 10 and source != "log":
-        notes.append(f"warmup {params.warmup} is below the 10 that seed §7.2 recommends")
+        notes.append(f"warmup {params.warmup} is below the 10 recommended")
     if params.iterations < 100 and source != "log":
-        notes.append(f"iterations {params.iterations} is below the 100 that seed §7.2 recommends; p95/p99 are less stable")
+        notes.append(f"iterations {params.iterations} is below the 100 recommended; p95/p99 are less stable")
     scope = params.scope or "end_to_end"
     settings = MeasurementSettings(
         source=source,
@@ -537,7 +646,8 @@ def measure_performance(params: MeasurePerformanceInput) -> MeasurePerformanceOu
             params.out.parent.mkdir(parents=True, exist_ok=True)
             params.out.write_text(out.model_dump_json(indent=2), encoding="utf-8")
         except OSError as exc:
-            raise AccAgentError("write_failed", f"cannot write {params.out}: {exc.strerror}", hint="Pick a writable --out path.",
+            raise AccAgentError("write_failed", f"cannot write {params.out}: {exc.strerror}", field="out",
+                                hint=f"Pick a writable {frontend.option('out')} path.",
                                 path=str(params.out)) from None
     return out
 
@@ -557,7 +667,8 @@ _STAGE_CAUSES = {
 
 def _load(path: Path, side: str) -> MeasurePerformanceOutput:
     if not path.is_file():
-        raise AccAgentError("file_not_found", f"{side} results {path} do not exist", hint="Pass the file written by measure-performance --out.", path=str(path))
+        raise AccAgentError("file_not_found", f"{side} results {path} do not exist", path=str(path), field=side,
+                            hint=f"Pass the file written by {frontend.invoke('measure_performance', out='<FILE>')}.")
     try:
         return MeasurePerformanceOutput.model_validate_json(path.read_text(encoding="utf-8"))
     except ValidationError as exc:
@@ -565,7 +676,7 @@ def _load(path: Path, side: str) -> MeasurePerformanceOutput:
         raise AccAgentError(
             "invalid_results",
             f"{side} file {path} is not a measure-performance results file ({'.'.join(map(str, first['loc']))}: {first['msg']})",
-            hint="Pass the JSON written by `acc-agent measure-performance --out FILE`.",
+            hint=f"Pass the JSON written by {frontend.invoke('measure_performance', out='<FILE>')}.",
             path=str(path),
         ) from None
 
@@ -575,9 +686,10 @@ def _stat_value(r: BatchResult, statistic: str) -> float | None:
 
 
 @tool(
-    description="Compare two measure-performance results (baseline GPU/CPU vs migrated NPU): latency ratios with bootstrap "
-    "confidence intervals, throughput ratios, a verdict against the target ratio, the stage that explains most of the gap "
-    "and the likeliest causes. Refuses different scopes unless --allow-scope-mismatch, and states every other mismatch.",
+    description="Call with two measure_performance result files (baseline, NPU): latency ratios with confidence intervals "
+    "vs target_ratio, the stage behind the gap. Returns verdict met | not_met | inconclusive.",
+    title="Compare performance",
+    read_only=True,
     positional=("baseline", "target"),
     text_renderer=lambda out: _render_compare(out),
 )
@@ -604,7 +716,8 @@ def compare_performance(params: ComparePerformanceInput) -> ComparePerformanceOu
         mismatches.append(f"scope differs: baseline {bs_.scope}, target {ts_.scope}")
         if not params.allow_scope_mismatch:
             return result("not_comparable", "not_comparable: " + mismatches[0]
-                          + " (rerun with the same --scope, or pass --allow-scope-mismatch to compare anyway)", mismatches=mismatches)
+                          + f" (rerun with the same {frontend.option('scope')}, or pass "
+                          f"{frontend.option('allow_scope_mismatch', True)} to compare anyway)", mismatches=mismatches)
     pairs: list[tuple[str, object, object]] = [
         ("warmup", bs_.warmup, ts_.warmup),
         ("iterations", bs_.iterations, ts_.iterations),
@@ -617,7 +730,8 @@ def compare_performance(params: ComparePerformanceInput) -> ComparePerformanceOu
     ]
     for name, bval, tval in pairs:
         if bval != tval:
-            mismatches.append(f"{name} differs: baseline {bval!r}, target {tval!r}")
+            mismatches.append(f"{name} differs: baseline {json.dumps(bval, default=str)}, "
+                              f"target {json.dumps(tval, default=str)}")
     bmap = {r.batch_size: r for r in base.results if r.status == "ok"}
     tmap = {r.batch_size: r for r in targ.results if r.status == "ok"}
     only = sorted(set(bmap) ^ set(tmap))
@@ -694,7 +808,7 @@ def _bottleneck(
                           "(compute or memory-bandwidth bound kernels, precision mode)")
     if t.warmup_detection and t.warmup_detection.residual_detected:
         causes.append(f"warm-up not finished: {t.warmup_detection.residual_detected} early timed iteration(s) on the target still look "
-                      "like warm-up (compilation); raise --warmup")
+                      f"like warm-up (compilation); raise {frontend.option('warmup')}")
     if t.p50_ms and t.p95_ms and t.p95_ms / t.p50_ms > 1.5:
         causes.append(f"unstable target timings (p95/p50 = {t.p95_ms / t.p50_ms:.2f}): background load or a busy device; "
                       "run check-environment and look at npu_busy")
@@ -710,4 +824,4 @@ def _render_compare(out: ComparePerformanceOutput) -> str:
         lines.append(f"  stage {g.stage:<12} {g.baseline_ms:.3f} -> {g.target_ms:.3f} ms ({g.delta_ms:+.3f})")
     lines += [f"  mismatch: {m}" for m in out.mismatches]
     lines += [f"  likely cause: {c}" for c in out.likely_causes]
-    return "\n".join(lines)
+    return terminal_lines(lines)

@@ -54,9 +54,12 @@ def _closeness(c: Any, tol: float) -> Closeness:
 
 
 @tool(
-    description="After compare_dumps names the first diverging call: re-run that one torch API on the CPU from "
-    "the target's recorded inputs and tell whether the kernel is at fault (the re-run gives the golden's output) "
-    "or the inputs/arguments are (it reproduces the target's); with bundle, write a vendor reproduction.",
+    description="Call after compare_dumps names the first diverging call: re-runs that torch API on the CPU from the "
+    "target's inputs. Returns verdict operator (kernel at fault) | inputs | not_reproducible.",
+    title="Replay one operator",
+    read_only=False,
+    destructive=False,
+    idempotent=True,
     positional=("golden", "target"),
     text_renderer=render_text,
 )

@@ -16,6 +16,7 @@ from pydantic import Field
 from acc_agent.models.common import Evidence, ToolInput
 from acc_agent.models.training import CompareRunConfigsOutput, ConfigDiff
 from acc_agent.registry import tool
+from acc_agent.text_safety import terminal_lines
 
 
 class CompareRunConfigsInput(ToolInput):
@@ -32,16 +33,34 @@ def _same(a: Any, b: Any) -> bool:
     return str(a).strip().lower() == str(b).strip().lower()
 
 
+def _show(value: Any) -> str:
+    """A setting as a person writes it: 2e-05, 16, bf16, yes/no, not stated — never a Python repr."""
+    if value is None:
+        return "not stated"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_show(v) for v in value)
+    return str(value)
+
+
+_STATUS = {"same": "same", "different": "DIFFERENT", "baseline_only": "baseline only", "target_only": "target only"}
+
+
 def _render(out: CompareRunConfigsOutput) -> str:
     lines = [f"[{out.verdict}] {out.summary}"]
     for d in out.diffs:
-        lines.append(f"  {d.status:<13} {d.name:<22} baseline={d.baseline!r:<20} target={d.target!r}")
-    return "\n".join(lines)
+        lines.append(f"  {_STATUS[d.status]:<13} {d.name:<22} baseline {_show(d.baseline):<20} target {_show(d.target)}")
+    return terminal_lines(lines)
 
 
 @tool(
-    description="Diff the run configurations of baseline and target (lr, batch sizes, parallelism, warm-up, model size, precision, flash attention).\n"
-    "Reads Megatron argument dumps, mmcv/mmengine Config dumps, trainer_state.json and YAML/JSON/python configs.",
+    description="Call before comparing loss curves: settings that differ between baseline and target runs (lr, batch, "
+    "parallelism, precision), from logs or configs. Returns verdict consistent | mismatch and diffs[].",
+    title="Diff run configurations",
+    read_only=True,
     positional=("baseline", "target"),
     text_renderer=_render,
 )
@@ -72,6 +91,6 @@ def compare_run_configs(params: CompareRunConfigsInput) -> CompareRunConfigsOutp
     if not both:
         return CompareRunConfigsOutput(verdict="insufficient_data", summary=f"no setting could be read on both sides (baseline: {b_src}; target: {t_src}){tail}", evidence=evidence, **head)
     if different:
-        text = ", ".join(f"{d.name} {d.baseline!r} vs {d.target!r}" for d in different)
+        text = ", ".join(f"{d.name} {_show(d.baseline)} vs {_show(d.target)}" for d in different)
         return CompareRunConfigsOutput(verdict="mismatch", summary=f"{len(different)} of {len(both)} common settings differ: {text}{tail}", evidence=evidence, **head)
     return CompareRunConfigsOutput(verdict="consistent", summary=f"all {len(both)} common settings agree ({', '.join(d.name for d in both)}){tail}", evidence=evidence, **head)

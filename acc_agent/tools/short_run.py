@@ -27,6 +27,7 @@ from acc_agent.models.training import (
     WindowArg,
 )
 from acc_agent.registry import tool
+from acc_agent.text_safety import terminal_lines
 
 STALL_STEPS = 500
 RECORD_NAME = ".acc-agent/short_run_record.json"
@@ -110,12 +111,16 @@ def _render(out: JudgeShortRunOutput) -> str:
     lines.extend(f"  - {item}" for item in out.checklist)
     if out.repeat_check:
         lines.append(f"  repeat: {out.repeat_check}")
-    return "\n".join(lines)
+    return terminal_lines(lines)
 
 
 @tool(
-    description="Judge a training short run (seed §8.1.1): cumulative relative loss drop over a window vs the 30–50 % band.\n"
-    "Also runs smoke/FP-exception checks, applies the >500-step rule (§8.2) and flags a repeat of an already-passed short run.",
+    description="Call after a short NPU training run: is the relative loss drop over the window inside the band (default "
+    "30-50 %)? Returns verdict (pass, below_band, unstable, ...), relative_drop. Once passed, stop.",
+    title="Judge a training short run",
+    read_only=False,
+    destructive=False,
+    idempotent=True,
     positional=("log",),
     text_renderer=_render,
 )

@@ -14,6 +14,7 @@ from pydantic import Field
 from acc_agent.models.common import CsvStrs, Evidence, ToolInput
 from acc_agent.models.training import MetricPoint, ParseTrainingLogOutput, RunSummary, StepRange
 from acc_agent.registry import tool
+from acc_agent.text_safety import terminal_lines
 
 UNITS = {
     "step_time_ms": "ms",
@@ -31,7 +32,7 @@ UNITS = {
 
 
 class ParseTrainingLogInput(ToolInput):
-    log: Path = Field(description="Training log: text (Megatron/MindSpeed, mmcv/mmengine, MindSpore, timm, HF printed dicts), JSON (trainer_state.json, Megatron golden values, MindSpeed baseline), JSON lines or CSV.")
+    log: Path = Field(description="Training log: text (Megatron/MindSpeed, mmcv/mmengine, MindSpore, timm, PyTorch ImageNet example, HF printed dicts), JSON (trainer_state.json, Megatron golden values, MindSpeed baseline), JSON lines, CSV, or a TensorBoard event file / run directory (needs the tensorboard package).")
     format: str | None = Field(default=None, description="Force a format by name instead of detecting it (e.g. megatron, hf_trainer_state, mmcv).")
     run: int | None = Field(default=None, ge=0, description="Which run of the file to return series for (default: the one with the most loss points).")
     metrics: CsvStrs | None = Field(default=None, description="Only return these canonical metrics, comma-separated (default: all).")
@@ -48,6 +49,7 @@ def run_summary(run: object) -> RunSummary:
         name=run.name,
         line_range=[run.start_line, run.end_line] if run.start_line else None,
         step_unit=run.step_unit,
+        step_numbering=run.step_numbering,
         steps=steps,
         declared_total_steps=run.declared_total,
         epochs=run.max_epoch,
@@ -69,12 +71,14 @@ def _render(out: ParseTrainingLogOutput) -> str:
     for r in out.runs if len(out.runs) > 1 else []:
         lines.append(f"  run {r.index}: lines {r.line_range}, steps {r.steps.first}-{r.steps.last} ({r.step_unit}), device {r.device or 'unknown'}" + (f", {r.name}" if r.name else ""))
     lines.extend(f"  warning: {w}" for w in out.warnings)
-    return "\n".join(lines)
+    return terminal_lines(lines)
 
 
 @tool(
-    description="Parse a training log (Megatron/MindSpeed, HF Trainer, mmcv/mmengine, MindSpore, timm, Lightning, JSON/CSV) into canonical metric series.\n"
-    "Detects the format, splits several runs in one file, marks warm-up/train/eval/summary records and tells the device when the log says it.",
+    description="Call to see what a training log holds (Megatron/MindSpeed, HF Trainer, mmcv, MindSpore, TensorBoard, "
+    "JSON/CSV). Returns the format and series (loss, grad_norm, lr, ...) as {step, value} lists.",
+    title="Parse a training log",
+    read_only=True,
     positional=("log",),
     text_renderer=_render,
 )
@@ -112,6 +116,7 @@ def parse_training_log(params: ParseTrainingLogInput) -> ParseTrainingLogOutput:
         f"{parsed.format} log, {len(parsed.runs)} run(s); run {run.index}: {summary_run.steps.count} {run.step_unit} point(s)"
         + (f" ({summary_run.steps.first}-{summary_run.steps.last})" if summary_run.steps.count else "")
         + f", metrics: {', '.join(sorted(series)) or 'none with steps'}; device {device or 'not stated'}"
+        + (f"; steps from {run.step_numbering}" if run.step_numbering else "")
     )
     return ParseTrainingLogOutput(
         verdict="parsed",

@@ -13,7 +13,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from acc_agent.io.logs.source import LogSource, Sample
 
@@ -30,12 +30,16 @@ class Record:
     new_run: bool = False
     total_steps: int | None = None
     extras: dict[str, str] | None = None
+    unit: str | None = None  # what ``step`` counts, when it is not the format's step unit (e.g. record)
+    merged: int = 1  # log lines this record stands for (one memory line per rank, merged by the parser)
     # Hot-path form (optional): parallel field names and values instead of ``values``; the names
     # tuple is shared by every line of one layout, so the collector can key its tables on it.
     names: tuple[str, ...] | None = None
     row: list[float] | None = None
     # Bulk form: consecutive train lines of one layout as (line, step, total_steps, row) tuples.
     batch: list[tuple[int, int, int | None, list[float]]] | None = None
+    # Table form: consecutive train lines of one layout as numpy columns (formats.megatron_fast.Columns).
+    columns: Any = None
 
     def as_dict(self) -> dict[str, float]:
         if self.names is not None and self.row is not None:
@@ -49,6 +53,7 @@ class LogFormat(ABC):
     name: ClassVar[str]
     label: ClassVar[str]
     step_unit: ClassVar[str] = "iteration"
+    binary: ClassVar[bool] = False  # read from a binary file (TensorBoard), not through the text guards
 
     @abstractmethod
     def sniff(self, sample: Sample) -> float:

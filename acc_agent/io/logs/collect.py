@@ -13,11 +13,13 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from acc_agent.errors import AccAgentError
 from acc_agent.io.logs.base import LogFormat, Record
 from acc_agent.io.logs.device import Marker, device_for_range, from_filename, scan_line
 from acc_agent.io.logs.formats import ALL_FORMATS, BY_NAME
+from acc_agent.io.logs.formats.tensorboard_events import event_files
 from acc_agent.io.logs.source import LogSource, Sample
 
 DETECT_WINDOW_LINES = 2000
@@ -59,6 +61,7 @@ class RunData:
     device_evidence: str = ""
     last_train_step: int | None = None
     ordinal: int = 0
+    step_numbering: str = ""  # how the parser numbered the points, when the log prints no step
 
     @property
     def train_steps(self) -> list[int]:
@@ -128,15 +131,24 @@ def _score(sample: Sample, seen: int) -> tuple[LogFormat | None, str]:
 
 
 def parse_log(path: str | Path, fmt: str | None = None) -> ParsedLog:
-    """Parse one log file; ``fmt`` forces a format by name instead of detecting it."""
-    source = LogSource.open(path)
-    if fmt:
-        if fmt not in BY_NAME:
-            raise AccAgentError("unknown_format", f"no log format named {fmt!r}", hint="Known formats: " + ", ".join(BY_NAME))
-        parser: LogFormat | None = BY_NAME[fmt]
-        why = f"{fmt} (forced)"
+    """Parse one log file; ``fmt`` forces a format by name instead of detecting it.
+
+    TensorBoard event files (or a run directory holding them) are binary: they are recognised by
+    name and read by their own reader before the text guards would refuse them.
+    """
+    if fmt and fmt not in BY_NAME:
+        raise AccAgentError("unknown_format", f"no log format named {fmt!r}", hint="Known formats: " + ", ".join(BY_NAME))
+    parser: LogFormat | None
+    if (fmt and BY_NAME[fmt].binary) or (not fmt and event_files(Path(path))):
+        source = LogSource.open_binary(path)
+        parser = BY_NAME["tensorboard"]
+        why = "tensorboard (forced)" if fmt else f"tensorboard (event file name: {len(event_files(source.path))} file(s))"
     else:
-        parser, why = detect(source)
+        source = LogSource.open(path)
+        if fmt:
+            parser, why = BY_NAME[fmt], f"{fmt} (forced)"
+        else:
+            parser, why = detect(source)
     warnings: list[str] = []
     if parser is None:
         _add_source_warnings(source, warnings)
@@ -144,7 +156,8 @@ def parse_log(path: str | Path, fmt: str | None = None) -> ParsedLog:
     runs = aggregate(parser.parse(source), parser.step_unit)
     _add_source_warnings(source, warnings)
     parsed = ParsedLog(source.path, parser.name, parser.label, why, runs, source.lines_read, warnings)
-    _assign_devices(source, parsed)
+    if not parser.binary:
+        _assign_devices(source, parsed)
     return parsed
 
 
@@ -153,6 +166,7 @@ def _add_source_warnings(source: LogSource, warnings: list[str]) -> None:
         warnings.append(f"{source.long_lines_skipped} line(s) longer than 1 MiB skipped (not log lines)")
     if source.invalid_utf8_lines:
         warnings.append(f"{source.invalid_utf8_lines} line(s) held invalid UTF-8 bytes (replaced)")
+    warnings.extend(source.warnings)
 
 
 class _Table:
@@ -227,6 +241,49 @@ def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
             run.series = _series_from_tables(list(tables.values()))
 
     for rec in records:
+        if rec.columns is not None:
+            cols = rec.columns
+            names = cols.names
+            has_loss = "loss" in names
+            first = int(cols.steps[0])
+            restart0 = run is None or (last_train is not None and (run.step_unit != step_unit or first < last_train or (
+                first == last_train and last_loss_step == first and has_loss)))
+            existing = None if restart0 else tables.get(names)
+            cuts = _column_cuts(cols.steps, has_loss)
+            if cuts is None or (existing is not None and existing.steps and existing.steps[-1] == first):
+                rec = _columns_as_batch(cols)  # repeated steps to merge: the row-by-row rules below
+            else:
+                # Table of train rows (hot path of long Megatron logs): the same rules as the row-by-row
+                # bulk path, applied per segment — a step that goes back, or a repeated step with a loss,
+                # starts a new run; inside a segment steps only grow, so rows append column-wise.
+                bounds = [0, *cuts, int(cols.steps.size)]
+                for a, b in zip(bounds, bounds[1:], strict=False):
+                    if a > 0 or restart0:
+                        close()
+                        run = RunData(index=len(runs), step_unit=step_unit)
+                        runs.append(run)
+                        tables, last_train, last_loss_step, kinds, start_line, end_line = {}, None, None, {}, 0, 0
+                    assert run is not None
+                    tab = tables.get(names)
+                    if tab is None:
+                        tab = tables[names] = _Table(names)
+                    seg = cols.steps[a:b]
+                    if not start_line:
+                        start_line = cols.first_line + a
+                    end_line = cols.first_line + b - 1
+                    if cols.total is not None:
+                        run.declared_total = cols.total
+                    kinds["train"] = kinds.get("train", 0) + (b - a)
+                    last_train = int(seg[-1])
+                    if has_loss:
+                        last_loss_step = last_train
+                    tab.steps.frombytes(seg.tobytes())
+                    tab.seq.extend(range(seqno + 1, seqno + 1 + b - a))
+                    seqno += b - a
+                    for col, values in zip(tab.cols, cols.values, strict=True):
+                        col.frombytes(values[a:b].tobytes())
+                    restart0 = False
+                continue
         bulk = rec.batch
         if bulk is not None and rec.names is not None:
             # Bulk train rows of one layout (hot path for long Megatron logs): the same rules as
@@ -274,7 +331,7 @@ def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
             continue
         step = rec.step
         kind = rec.kind
-        unit = step_unit
+        unit = rec.unit or step_unit
         if step is None and rec.epoch is not None and kind != "summary":
             step = int(rec.epoch) if float(rec.epoch).is_integer() else None
             unit = "epoch"
@@ -297,13 +354,16 @@ def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
                 start_line = line
             if line > end_line:
                 end_line = line
-        if rec.extras and rec.extras.get("name"):
-            run.name = rec.extras["name"]
+        if rec.extras:
+            if rec.extras.get("name"):
+                run.name = rec.extras["name"]
+            if rec.extras.get("step_numbering"):
+                run.step_numbering = rec.extras["step_numbering"]
         if rec.total_steps is not None:
             run.declared_total = rec.total_steps
         if rec.epoch is not None:
             run.max_epoch = rec.epoch if run.max_epoch is None else max(run.max_epoch, rec.epoch)
-        kinds[kind] = kinds.get(kind, 0) + 1
+        kinds[kind] = kinds.get(kind, 0) + rec.merged
         if rec.names is not None:
             keys: tuple[str, ...] = rec.names
             values_in: Iterable[float] = rec.row or ()
@@ -317,7 +377,7 @@ def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
             run.ordinal += 1
             step = run.ordinal
             run.step_unit = "record"
-        elif run.step_unit != unit:
+        elif kind == "train" and run.step_unit != unit:
             run.step_unit = unit
         if kind == "train":
             last_train = step
@@ -346,6 +406,26 @@ def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
             r.record_kinds["warmup"] = len(r.warmup_steps)
             r.record_kinds["train"] -= len(r.warmup_steps)
     return runs
+
+
+def _column_cuts(steps: Any, has_loss: bool) -> list[int] | None:
+    """Rows where a table's step goes back (or repeats, with a loss): each starts a new run.
+
+    None when a step repeats without a loss: those rows merge into the previous one, which the
+    row-by-row rules do.
+    """
+    import numpy as np
+
+    d = np.diff(steps)
+    if not has_loss and bool((d == 0).any()):
+        return None
+    return [int(i) + 1 for i in np.nonzero((d < 0) | (d == 0))[0]]
+
+
+def _columns_as_batch(cols: Any) -> Record:
+    rows = [list(r) for r in zip(*(v.tolist() for v in cols.values), strict=True)]
+    batch = [(cols.first_line + i, int(st), cols.total, row) for i, (st, row) in enumerate(zip(cols.steps.tolist(), rows, strict=True))]
+    return Record(cols.first_line, {}, names=cols.names, batch=batch)
 
 
 def warmup_steps(run: RunData) -> list[int]:

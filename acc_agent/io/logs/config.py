@@ -2,7 +2,8 @@
 
 Sources: the Megatron/MindSpeed argument dump (``---- arguments ----`` block), the mmcv/mmengine
 ``Config:`` dump (python ``x = dict(...)`` statements, read with ``ast`` — never executed), HF
-``trainer_state.json`` fields, values printed on Megatron iteration lines, and YAML/JSON config
+``trainer_state.json`` fields, the HF ``***** Running training *****`` header and
+``TrainingArguments(...)`` dump, values printed on Megatron iteration lines, and YAML/JSON config
 files. Seed 001: "ensure both sides use the same configuration before comparing" — learning rate,
 batch sizes, parallelism, warm-up, model size, precision, flash attention.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from acc_agent.errors import AccAgentError
+from acc_agent.io.logs.hf_header import HfRunInfo
 from acc_agent.io.logs.source import LogSource
 
 _ARG_LINE = re.compile(r"^\s*([A-Za-z_][\w]*)\s\.{3,}\s(.*?)\s*$")
@@ -28,7 +30,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "min_lr": ("min_lr",),
     "lr_schedule": ("lr_decay_style", "lr_scheduler_type", "lr_config.policy", "scheduler.type"),
     "warmup": ("lr_warmup_iters", "lr_config.warmup_iters", "warmup_iters", "warmup_steps", "lr_warmup_fraction", "warmup_epochs"),
-    "global_batch_size": ("global_batch_size", "total_batch_size"),
+    "global_batch_size": ("global_batch_size", "total_train_batch_size", "total_batch_size"),
     "micro_batch_size": ("micro_batch_size", "per_device_train_batch_size", "train_batch_size", "data.samples_per_gpu", "train_dataloader.batch_size", "batch_size"),
     "gradient_accumulation": ("gradient_accumulation_steps", "accumulate_grad_batches"),
     "tensor_parallel": ("tensor_model_parallel_size", "tp", "tensor_parallel_size"),
@@ -48,6 +50,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "flash_attention": ("use_flash_attn", "use_flash_attention", "attn_implementation", "use_fused_attention"),
     "seed": ("seed",),
     "train_steps": ("train_iters", "max_steps", "max_iters", "runner.max_iters", "train_cfg.max_iters"),
+    "train_examples": ("num_examples", "num_train_examples", "train_samples"),
+    "logging_interval": ("logging_steps", "log_interval", "log_every_n_steps"),
     "train_epochs": ("num_train_epochs", "max_epochs", "epochs", "runner.max_epochs", "train_cfg.max_epochs"),
     "weight_decay": ("weight_decay", "optimizer.weight_decay", "optim_wrapper.optimizer.weight_decay"),
     "grad_clip": ("clip_grad", "max_grad_norm", "optimizer_config.grad_clip.max_norm", "gradient_clip_val"),
@@ -140,9 +144,11 @@ def raw_config_from_log(path: Path) -> tuple[dict[str, Any], str]:
     cfg_lines: list[str] = []
     cfg_start = 0
     first_iter: str | None = None
+    hf = HfRunInfo()
     for lineno, line in source.lines():
         if lineno > MAX_CONFIG_LINES and not in_args and not in_cfg:
             break
+        hf.feed(lineno, line)
         if "------ arguments ------" in line or "-- arguments --" in line:
             in_args = True
             where.append(f"argument dump from line {lineno}")
@@ -178,6 +184,12 @@ def raw_config_from_log(path: Path) -> tuple[dict[str, Any], str]:
     if in_cfg and cfg_lines:
         settings.update(flatten(_python_config("\n".join(cfg_lines))))
         where.append(f"Config dump from line {cfg_start}")
+    if hf.arguments:
+        where.append(f"TrainingArguments dump from line {hf.arguments_line}")
+    if hf.header:
+        where.append(f"training header from line {hf.header_line}")
+    for key, value in hf.as_config().items():
+        settings.setdefault(key, value)
     return settings, "; ".join(where) or "nothing found"
 
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("NPU", re.compile(r"torch_npu|NPUCachingAllocator|AiC(?:ore|pu)\b|\bAscend|ASCEND_|\bnpu:\d|\bNPU\b|昇腾|device_target\W+Ascend")),
-    ("GPU", re.compile(r"\bcuda:\d|CUDA available: True|CUDA_VISIBLE_DEVICES|NVIDIA|GeForce|Tesla|\b[AHV]100\b|\bRTX\b|GPU [Bb]enchmark|GPU BENCHMARK|[Oo]n GPU\b|竞品|device_target\W+GPU")),
+    ("NPU", re.compile(r"torch_npu|NPUCachingAllocator|AiC(?:ore|pu)\b|\bAscend|ASCEND_|\bnpu:\d|\bnpu id: ?\d|\bNPU\b|昇腾|device_target\W+Ascend")),
+    ("GPU", re.compile(r"\bcuda:\d|\bUse GPU:? \d|set cuda device|CUDA available: True|CUDA_VISIBLE_DEVICES|NVIDIA|GeForce|Tesla|\b[AHV]100\b|\bRTX\b|GPU [Bb]enchmark|GPU BENCHMARK|[Oo]n GPU\b|竞品|device_target\W+GPU")),
     ("CPU", re.compile(r"device_target\W+CPU|[Oo]n CPU\b|--device[ =]cpu\b")),
 )
 _TOKENS = ("npu", "NPU", "Ascend", "ASCEND", "AiC", "昇腾", "cuda", "CUDA", "NVIDIA", "GeForce", "Tesla", "100", "RTX", "GPU", "竞品", "device_target", "CPU", "cpu")

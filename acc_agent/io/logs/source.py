@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,9 @@ CHUNK_BYTES = 1 << 20  # a longer "line" is not a log line: skipped, counted, re
 MAX_JSON_BYTES = 256 << 20
 SAMPLE_LINES = 400
 SAMPLE_BYTES = 256 << 10
+MAX_JOINED_LINES = 64
+# a line that begins a new log record: a date or time stamp, or an epoch/iteration header
+_NEW_RECORD = re.compile(r"\s*(?:\[?\d{2,4}[-/]\d\d[-/]\d\d|\[?\d\d/\d\d \d\d:|\d\d:\d\d:\d\d|Epoch|Iter|Train|Test|\{|```|#)")
 
 
 @dataclass
@@ -70,6 +74,20 @@ class LogSource:
                 hint="Pass the text log (stdout of the training run), a JSON/CSV metrics file or trainer_state.json.",
                 path=str(p),
             )
+        return cls(path=p, size=size)
+
+    @classmethod
+    def open_binary(cls, path: str | Path) -> LogSource:
+        """A binary log (a TensorBoard event file, or a run directory holding them): existence only.
+
+        The text guards of :meth:`open` would refuse it; its own reader frames and checks records.
+        """
+        p = Path(path)
+        if not p.exists():
+            raise AccAgentError("file_not_found", f"log file {p} does not exist", hint="Check the path.", path=str(p))
+        size = sum(f.stat().st_size for f in p.iterdir() if f.is_file()) if p.is_dir() else p.stat().st_size
+        if size == 0:
+            raise AccAgentError("empty_log", f"log file {p} is empty", hint="Point at the event file the run wrote (is it still starting?).", path=str(p))
         return cls(path=p, size=size)
 
     def chunks(self) -> Iterator[tuple[int, list[str]]]:
@@ -130,6 +148,37 @@ class LogSource:
         """Yield ``(line_number, text)``; see :meth:`chunks` for the memory guarantees."""
         for start, block in self.chunks():
             yield from enumerate(block, start)
+
+    def logical_lines(self) -> Iterator[tuple[int, str]]:
+        """Like :meth:`lines`, with trailing-backslash continuations joined into one line.
+
+        Log lines wrapped for display end in ``\\`` and go on below; read one physical line at a
+        time, the value before the backslash (``loss: 1.1283\\``) fails to parse and the fields on
+        the next line are orphaned. The joined line keeps the first line's number. A following line
+        that starts a new record (a timestamp, an ``Epoch``/``Iter`` header) is not swallowed: the
+        backslash is only dropped.
+        """
+        held: tuple[int, str] | None = None
+        joined = 0
+        for lineno, line in self.lines():
+            if held is not None:
+                start, text = held
+                if _NEW_RECORD.match(line) is None and joined < MAX_JOINED_LINES:
+                    text = text + " " + line.strip()
+                    joined += 1
+                else:
+                    yield start, text
+                    start, text, joined = lineno, line, 0
+            else:
+                start, text, joined = lineno, line, 0
+            stripped = text.rstrip()
+            if stripped.endswith("\\") and len(stripped) < MAX_LINE_CHARS:
+                held = (start, stripped[:-1].rstrip())
+                continue
+            held = None
+            yield start, text
+        if held is not None:
+            yield held
 
     def sample(self) -> Sample:
         lines: list[str] = []

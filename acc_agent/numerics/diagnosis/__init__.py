@@ -296,9 +296,11 @@ def _input_mismatch(f: Finding, golden: Dump | None, target: Dump | None,
 
 
 def _set_status(graph: Graph, use_bench: bool, fd: FirstDivergence | None) -> None:
-    """Refine the metric-threshold statuses with the precision-aware judgement."""
+    """Refine the metric-threshold statuses with the precision-aware judgement; mark repeated tensors."""
     for t in graph.tensors:
         row = t.row
+        if t.producer is not None and t.link == "data" and t.is_input and t.err == t.producer.err:
+            row.same_as = t.producer.name  # the same data on both sides: a listing shows it once
         if not t.judged or row.status in ("skipped", "unmatched"):
             continue
         if use_bench and not t.beyond and row.status == "warning":

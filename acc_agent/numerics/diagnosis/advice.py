@@ -100,6 +100,8 @@ def _from_probe(p: Probe, op: str, fam: str) -> str:
     fix = {
         "gelu_tanh": "Use the same GELU on both sides (approximate='none' for the exact one, or 'tanh' on both).",
         "gelu_erf": "Use the same GELU on both sides (approximate='tanh' on both, or the exact one on both).",
+        "gelu_sigmoid": "Use the same GELU on both sides: the target runs the quick (sigmoid) approximation, often a "
+                        "fused NPU kernel or a model config's hidden_act ('quick_gelu'); switch it to the golden's.",
         "batch_statistics": "Call model.eval() on the target (or freeze this BatchNorm) so it normalises with its "
                             "running statistics.",
         "running_statistics": "Run the target in the same mode as the golden (train mode if the golden "

@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acc_agent.numerics import budgets
-from acc_agent.numerics.diagnosis.measure import STAT_KEYS, Measured, entry, exclude_fills, measure_rows
+from acc_agent.numerics.diagnosis.measure import (
+    STAT_KEYS,
+    Measured,
+    entry,
+    exclude_fills,
+    measure_rows,
+    numel,
+)
 
 _GET_STATS = operator.itemgetter(*STAT_KEYS)
 
@@ -264,21 +271,12 @@ def _direction(key: str) -> str:
     return "backward" if (".backward" in key or "parameters_grad" in key) else "forward"
 
 
-def _numel(shape: list[int] | None) -> int | None:
-    if shape is None:
-        return None
-    n = 1
-    for s in shape:
-        n *= int(s)
-    return n
-
-
 def _fingerprint(e: DumpEntry | None) -> tuple[object, ...] | None:
     if e is None:
         return None
     md5 = e.md5
     if md5:
-        return ("md5", e.dtype, _numel(e.shape), md5)
+        return ("md5", e.dtype, numel(e.shape), md5)
     st = e.stats
     try:
         stats = _GET_STATS(st)
@@ -286,7 +284,7 @@ def _fingerprint(e: DumpEntry | None) -> tuple[object, ...] | None:
         return None
     if None in stats:
         return None
-    return ("stats", e.dtype, _numel(e.shape), *stats)
+    return ("stats", e.dtype, numel(e.shape), *stats)
 
 
 def _link(graph: Graph, golden: Dump | None, target: Dump | None) -> str:

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from acc_agent.models.compare import DumpRow, TensorMetrics
 
 STAT_KEYS = ("Max", "Min", "Mean", "Norm")
+#: How compare rows mark a metric that could not be computed because a tensor file could not be read.
+UNREADABLE_PREFIX = "unsupported: "
 PRECISION_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 
 
@@ -101,8 +103,8 @@ def tensor_error(metrics: TensorMetrics | None, golden_norm: float | None) -> fl
     return math.sqrt(max(0.0, 2.0 * (1.0 - float(cos))))
 
 
-def _numel(e: DumpEntry | None, row: DumpRow) -> int | None:
-    shape = (e.shape if e is not None else None) or row.golden_shape
+def numel(shape: list[int] | None) -> int | None:
+    """Element count of a recorded shape (None when the dump has no shape)."""
     if shape is None:
         return None
     n = 1
@@ -149,14 +151,14 @@ def measure_row(row: DumpRow, golden: Dump | None, target: Dump | None, bench: D
     dtype = row_dtype(row, t_entry, precision)
     g_stats = g_entry.stats if g_entry is not None else None
     t_stats = t_entry.stats if t_entry is not None else None
-    numel = _numel(g_entry, row)
+    count = numel((g_entry.shape if g_entry is not None else None) or row.golden_shape)
     t_bad = bool(row.target_nan or row.target_inf) or stats_nonfinite(t_stats)
     g_bad = bool(row.golden_nan or row.golden_inf) or stats_nonfinite(g_stats)
     if row.status == "unmatched":
         return Measured(None, None, "none", t_bad, g_bad, dtype)
     g_md5 = getattr(g_entry, "md5", None)
     t_md5 = getattr(t_entry, "md5", None)
-    m = _measure(row, golden, g_entry, t_entry, b_entry, bench, dtype, g_stats, t_stats, numel, t_bad, g_bad,
+    m = _measure(row, golden, g_entry, t_entry, b_entry, bench, dtype, g_stats, t_stats, count, t_bad, g_bad,
                  g_md5, t_md5)
     m.norm_err = _norm_err(g_stats, t_stats)
     return m
@@ -179,6 +181,10 @@ def _measure(row: DumpRow, golden: Dump | None, g_entry: DumpEntry | None, t_ent
         err = tensor_error(row, _golden_norm(row, g_entry, golden))
         bench_err = tensor_error(row.bench, _golden_norm(row, g_entry, golden)) if row.bench is not None else None
         return Measured(err, bench_err, "tensor", t_bad, g_bad, dtype)
+    unreadable = row.status == "error" and any(str(v).startswith(UNREADABLE_PREFIX) for v in row.na_reasons.values())
+    if unreadable and not _shapes_differ(row) and not (g_stats and t_stats):
+        # a file that could not be read says nothing about the numbers: not judged (the row keeps its error)
+        return Measured(None, None, "none", t_bad, g_bad, dtype)
     if _shapes_differ(row) or (row.status == "error" and row.na_reasons and not (g_stats and t_stats)):
         # both tensors exist but are not comparable (shape unmatched, NaN/Inf at other positions)
         return Measured(math.inf, None, "tensor", t_bad, g_bad, dtype)
@@ -278,10 +284,7 @@ def measure_rows(rows: list[DumpRow], golden: Dump | None, target: Dump | None, 
         else:
             n = numel_of.get(id(shape))
             if n is None or n[0] is not shape:
-                count = 1
-                for s in shape:
-                    count *= int(s)
-                n = numel_of[id(shape)] = (shape, float(count))  # the list is kept: its id stays unique
+                n = numel_of[id(shape)] = (shape, float(numel(shape) or 0))  # the list is kept: its id stays unique
             numels.append(n[1])
         t_dtype = t_e.dtype
         key = (t_dtype, d.get("target_dtype"))

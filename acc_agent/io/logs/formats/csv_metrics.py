@@ -13,7 +13,11 @@ from collections.abc import Iterator
 
 from acc_agent.io.logs.base import LogFormat, Record, canonical_name
 from acc_agent.io.logs.formats.jsonl import STEP_KEYS, split_record
-from acc_agent.io.logs.source import LogSource, Sample
+from acc_agent.io.logs.source import MAX_LINE_CHARS, LogSource, Sample
+
+# LogSource already caps a line near 2 * MAX_LINE_CHARS, so csv's own 128 KiB field limit guards
+# nothing here and only turns one long cell (a JSON note, a stack trace) into a traceback.
+csv.field_size_limit(max(csv.field_size_limit(), 4 * MAX_LINE_CHARS))
 
 
 def _header(sample: Sample) -> list[str]:

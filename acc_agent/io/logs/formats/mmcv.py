@@ -63,7 +63,7 @@ class MmcvText(LogFormat):
     def parse(self, source: LogSource) -> Iterator[Record]:
         global_step = 0
         per_epoch = 0
-        for lineno, line in source.lines():
+        for lineno, line in source.logical_lines():  # wrapped lines joined
             if "Epoch" not in line and "Iter" not in line:
                 continue
             m = _TRAIN.search(line)

@@ -3,7 +3,8 @@
 ``... - mmengine - INFO - Epoch(train)  [1][  50/1221]  base_lr: 2.0e-04 lr: 2.0e-04  eta: 2:41:15
 time: 0.6535  data_time: 0.0240  memory: 7894  grad_norm: 6.73  loss: 1.1283 ...``,
 ``Iter(train) [  50/90000] ...`` and ``Epoch(val) [1][5000/5000]  coco/bbox_mAP: 0.374 ...``.
-Validation progress lines (only eta/time) carry no metric and are skipped.
+Validation progress lines (only eta/time) carry no metric and are skipped. A line wrapped with a
+trailing backslash is joined with its continuation first, so its last value is not lost.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class MmengineText(LogFormat):
     def parse(self, source: LogSource) -> Iterator[Record]:
         global_step = 0
         per_epoch = 0
-        for lineno, line in source.lines():
+        for lineno, line in source.logical_lines():  # wrapped lines joined
             if "(train)" in line:
                 m = _TRAIN.search(line)
                 if m is None:
