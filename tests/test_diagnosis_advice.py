@@ -90,7 +90,7 @@ def test_actions_differ_by_operator_family(msprobe_cases: dict[str, Case | BaseE
     assert not any("running mean/variance" in a for a in ln)
     assert any("fused vs decomposed" in a for a in ln)
     # the concrete check names the tool and the recorded files
-    assert any("compare_tensors(golden='" in a and "Functional.batch_norm.0.forward.input.0" in a for a in bn), bn
+    assert any("acc-agent compare-tensors " in a and "Functional.batch_norm.0.forward.input.0" in a for a in bn), bn
 
 
 def test_statistics_dump_asks_for_tensor_data_before_the_vendor(msprobe_cases: dict[str, Case | BaseException],  # noqa: F811
@@ -99,7 +99,7 @@ def test_statistics_dump_asks_for_tensor_data_before_the_vendor(msprobe_cases: d
     diag = _diagnose(_case(msprobe_cases, "stats_l1_gelu"), capsys)["diagnosis"]
     assert diag["details"]["measured_behaviour"] is None
     assert not any("vendor" in a for a in diag["next_actions"]), diag["next_actions"]
-    assert any("tensor mode" in a and "compare_tensors" in a for a in diag["next_actions"]), diag["next_actions"]
+    assert any("tensor mode" in a and "acc-agent compare-tensors" in a for a in diag["next_actions"]), diag["next_actions"]
 
 
 def test_rows_failing_msprobes_bar_are_counted_and_explained(msprobe_cases: dict[str, Case | BaseException],  # noqa: F811

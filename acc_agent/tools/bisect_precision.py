@@ -108,8 +108,17 @@ def bisect_precision(params: BisectPrecisionInput) -> BisectPrecisionOutput:
     low = torch.bfloat16 if params.low == "bf16" else torch.float16
     tol = params.tolerance or DEFAULT_ROUNDINGS * budgets.unit_roundoff("bfloat16" if params.low == "bf16" else "float16")
 
+    from acc_agent.numerics.bisect import eligible_modules
+    from acc_agent.progress import report
+
+    n = len(eligible_modules(model))
+    evaluations = [0]
+
     def progress(message: str) -> None:
+        # stderr for a person at a shell; progress notifications (and cancellation) for an MCP client
         print(f"bisect-precision: {message}", file=sys.stderr, flush=True)
+        evaluations[0] += 1
+        report(evaluations[0], max(evaluations[0], 1 + 3 * n), message)
 
     found = bisect(model, inputs, low, tol, progress)
     if not found.eligible:

@@ -170,7 +170,10 @@ def _summary(rows: list[DumpRow], scalar_rows: list[Any], keep: list[DumpRow], v
     if scalar_rows:
         summary += f"; {len(scalar_rows)} non-tensor arguments compared, {len(differ)} flagged"
         if differ:
-            summary += f" (first: {differ[0].name}: target {differ[0].target.value!r} vs golden {differ[0].golden.value!r})"
+            from acc_agent.numerics.diagnosis.explain import value_text
+
+            summary += (f" (first: {differ[0].name}: target {value_text(differ[0].target.value)} vs golden "
+                        f"{value_text(differ[0].golden.value)})")
     worst = keep[0] if keep else None
     if worst is not None and worst.status != "pass":
         summary += f"; worst: {worst.name} ({worst.status}: {worst.message or 'see metrics'})"
@@ -178,14 +181,15 @@ def _summary(rows: list[DumpRow], scalar_rows: list[Any], keep: list[DumpRow], v
 
 
 def _why_inconclusive(rows: list[DumpRow], unmatched: tuple[int, int], golden: Any, target: Any) -> str:
+    from acc_agent.frontend import option
     from acc_agent.tools._stat_rows import REDUMP_HINT
 
-    tasks = f"golden task {golden.meta.get('task')!r}, target task {target.meta.get('task')!r}" \
+    tasks = f"golden task '{golden.meta.get('task')}', target task '{target.meta.get('task')}'" \
         if golden is not None and target is not None else "tasks unknown"
     if not rows:
         return (f"inconclusive: no tensor of the target dump matched the golden dump by name (unmatched "
-                f"{unmatched[0]} golden / {unmatched[1]} target); check the mapping file (--mapping) or try "
-                "--pair-by-order")
+                f"{unmatched[0]} golden / {unmatched[1]} target); check the mapping file ({option('mapping')}) or "
+                f"try {option('pair_by_order', True)}")
     return (f"inconclusive: none of the {len(rows)} paired tensors could be compared ({tasks}): no pair has "
             f"tensor data, statistics or md5 on both sides. {REDUMP_HINT}")
 

@@ -85,8 +85,13 @@ def replay_op(params: ReplayOpInput) -> ReplayOpOutput:
         raise AccAgentError("cannot_replay", f"{key} records no tensor output to compare", path=str(target.source))
     g_rec = golden.load(g_outs[0].name)
     t_rec = target.load(t_outs[0].name)
+    from acc_agent.progress import report
+
+    report(0, 2, f"re-running {key} from the golden's inputs")
     from_golden = replay.run(fn, g_call, golden)
+    report(1, 2, f"re-running {key} from the target's inputs")
     from_target = replay.run(fn, t_call, target)
+    report(2, 2, "comparing")
     if not from_golden or not from_target:
         raise AccAgentError("cannot_replay", f"re-running {key} gave no tensor output", path=str(target.source))
     import numpy as np

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from acc_agent.frontend import option
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, InputTransform
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis import explain, leaves, probes
@@ -167,7 +168,8 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
                              "inside the dtype budget and the final outputs agree: an isolated rounding excursion, "
                              "not a fault."),
                 next_actions=["Rerun with another input to confirm the excursion is noise: it should move.",
-                              "Pass a bench run (--bench) to judge each layer against the baseline hardware."],
+                              f"Pass a bench run ({option('bench')}) to judge each layer against the baseline "
+                              "hardware."],
                 details={"excursion": t.name, "final_row": final.name if final else None}, **base)
         growth = _growth(final, t)
         if growth is not None and growth >= budgets.GROWTH_RATIO and final is not None:
@@ -193,7 +195,7 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     if f.enters in ("argument", "between_operators") and f.scalar is None:
         difference = leaves.describe(t, golden, target)
     elif f.scalar is not None:
-        difference = f"{f.scalar[1]!r} on the golden, {f.scalar[2]!r} on the target"
+        difference = f"{explain.value_text(f.scalar[1])} on the golden, {explain.value_text(f.scalar[2])} on the target"
     reason = explain.reason(f, difference, use_bench)
     fd = explain.first_divergence(f, reason, direction)
     fd.difference = difference

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from acc_agent.frontend import invoke
 from acc_agent.numerics.diagnosis.probes import Probe, family
 
 if TYPE_CHECKING:
@@ -88,8 +89,9 @@ def actions(node: Node, probe_result: Probe | None, golden: Dump | None, target:
     out.append(_check_inputs(node, golden, target))
     if fam in ("dropout", "other") or probe_result is None:
         out.append("If the operator is random or order-dependent (dropout, sampling, atomic reductions), first "
-                   "compare two target runs of the same input: detect_nondeterminism(run_a=<first target dump>, "
-                   "run_b=<second target dump>); a random operator is not a migration fault.")
+                   "compare two target runs of the same input: "
+                   + invoke("detect_nondeterminism", run_a="<first target dump>", run_b="<second target dump>")
+                   + "; a random operator is not a migration fault.")
     vendor = _vendor(node, probe_result)
     if vendor:
         out.append(vendor)
@@ -124,16 +126,16 @@ def _check_inputs(node: Node, golden: Dump | None, target: Dump | None) -> str:
     if first is not None and first.m.measure == "tensor" and golden is not None and target is not None:
         g_in, t_in = _path(golden, first.row.golden_name or first.name), _path(target, first.name)
         if g_in and t_in:
-            call = f"compare_tensors(golden='{g_in}', target='{t_in}')"
+            call = invoke("compare_tensors", golden=g_in, target=t_in)
             if out is not None:
                 g_out, t_out = _path(golden, out.row.golden_name or out.name), _path(target, out.name)
                 if g_out and t_out:
-                    call += f" and compare_tensors(golden='{g_out}', target='{t_out}')"
+                    call += " and " + invoke("compare_tensors", golden=g_out, target=t_out)
             return (f"Re-run {node.key} alone on both platforms from the golden's recorded inputs and compare the "
                     f"inputs and outputs with {call}: equal inputs with different outputs are the kernel's.")
     return (f"Re-dump {node.key} in tensor mode on both sides (msprobe task 'tensor' with this API in its 'list'), "
-            "then compare its inputs and outputs with compare_tensors(golden=..., target=...): statistics alone cannot "
-            "show that the inputs are identical.")
+            f"then compare its inputs and outputs with {invoke('compare_tensors', golden='<golden file>', target='<target file>')}"
+            ": statistics alone cannot show that the inputs are identical.")
 
 
 def _vendor(node: Node, p: Probe | None) -> str | None:

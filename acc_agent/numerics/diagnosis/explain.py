@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from acc_agent.frontend import option
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, InputTransform, LayerGrowth
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis import advice
@@ -18,6 +19,15 @@ from acc_agent.numerics.diagnosis.probes import Probe
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
+
+
+def value_text(v: object) -> str:
+    """A recorded argument value as a reader writes it: strings in quotes, None as None, numbers plainly."""
+    if isinstance(v, str):
+        return f"'{v}'"
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(value_text(x) for x in v) + "]"
+    return str(v)
 
 
 def fmt(v: float | None, spec: str = ".3g") -> str:
@@ -57,7 +67,7 @@ def judgement_note(use_bench: bool, dtypes: set[str], compared_by: str) -> tuple
                             f"{names or 'n/a'}): a weight, mask or network input may differ by a cast's rounding "
                             "only; an operator may amplify its incoming error a few times and add one budget of "
                             "rounding — a larger jump is a fault. This is the weaker judgement: a fault smaller "
-                            "than that is missed. Pass --bench with the baseline hardware's run at the same "
+                            f"than that is missed. Pass {option('bench')} with the baseline hardware's run at the same "
                             "precision to see inside it." + stats)
 
 
@@ -92,7 +102,7 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
         return f"the network's input {t.name} already differs ({err}): the two runs were not fed the same data"
     if f.enters == "argument" and f.scalar is not None:
         arg, g_val, t_val = f.scalar
-        return (f"argument {arg} of {node.key} is {t_val!r} on the target but {g_val!r} on the golden; its tensor "
+        return (f"argument {arg} of {node.key} is {value_text(t_val)} on the target but {value_text(g_val)} on the golden; its tensor "
                 f"inputs agree and its output {t.name} differs ({err})")
     if f.enters == "argument":
         what = {"parameter": "a parameter or buffer", "mask": "an index or mask tensor",
@@ -136,7 +146,7 @@ def operator_actions(node: Node, f: Finding, difference: str | None, probe: Prob
                 "Run msprobe's overflow check (task overflow_check) on the target to confirm the first overflowing "
                 "call on every rank."]
     if f.enters == "argument" and f.scalar is not None:
-        return [f"Make argument {f.scalar[0]} of {op} the same as on the golden side ({f.scalar[1]!r}): it is read "
+        return [f"Make argument {f.scalar[0]} of {op} the same as on the golden side ({value_text(f.scalar[1])}): it is read "
                 "from a config or default that differs between the two code bases.",
                 "Check where the value comes from (model config, a default changed between library versions)."]
     if f.enters == "argument":
