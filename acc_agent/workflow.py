@@ -118,6 +118,8 @@ def plans(project: Project) -> list[SkillPlan]:
     dump_opts: dict[str, Any] = {"all_rows": True, "precision": project.model.target_precision}
     if a.bench_dump:
         dump_opts["bench"] = _rel(project, a.bench_dump)
+    if a.dumps.mapping:
+        dump_opts["mapping"] = _rel(project, a.dumps.mapping)
     out.append(SkillPlan("dumps", "compare_dumps", [_rel(project, a.golden_dump), _rel(project, a.target_dump)],
                          dump_opts, {"dumps.golden": a.dumps.golden, "dumps.target": a.dumps.target}))
     # the localisation's last steps read saved results only: replay_op needs the call compare_dumps names,

@@ -134,3 +134,19 @@ def test_problem_log_and_summary_come_from_the_same_results(tmp_path: Path) -> N
     assert "Functional.gelu.1.forward.output.0" in log and "operator\\_fault" in log
     assert "逐层对比：存在超出精度的偏离层" in zh["Mig_report"] and "| 问题 |" in zh["Mig_report"]
     assert "| Datasets | data/train.npz, synthetic-4-clusters |" in docs["Summary"]
+
+
+def test_the_project_mapping_reaches_the_dump_comparison(tmp_path: Path) -> None:
+    """artefacts.dumps.mapping pairs renamed layers: the workflow passes it to compare_dumps."""
+    project = tmp_path / "demo_project"
+    shutil.copytree(DEMO, project)
+    (project / "names.yaml").write_text("Functional.gelu.1.forward.output.0: Functional.gelu.1.forward.output.0\n",
+                                        encoding="utf-8")
+    path = project / "mig.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert "  dumps:\n" in text
+    path.write_text(text.replace("  dumps:\n", "  dumps:\n    mapping: names.yaml\n", 1), encoding="utf-8")
+    wf = run_workflow(load_project(path))
+    dumps = wf.get("dumps")
+    assert "--mapping names.yaml" in dumps.command
+    assert any(e["ref"].endswith("names.yaml") for e in (dumps.output or {})["evidence"])

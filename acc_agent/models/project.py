@@ -113,6 +113,8 @@ class Dumps(_Strict):
     golden: str = Field(default="", description="Dump folder (contains dump.json) of the trusted run.")
     target: str = Field(default="", description="Dump folder of the NPU run.")
     bench: str = Field(default="", description="Optional: the baseline hardware at the target precision.")
+    mapping: str = Field(default="", description="Optional: YAML file pairing renamed target tensors with golden "
+                                                 "ones (target_name: golden_name), as compare_dumps takes it.")
 
 
 #: Dump keys of earlier project files, still accepted: old key -> key under ``artefacts.dumps``.
