@@ -124,3 +124,26 @@ def test_module_calls_are_rebuilt_from_their_recorded_parameters(msprobe_cases: 
     assert run.returncode == 0 and "rel L2 vs golden output 0" in run.stdout, run.stderr
     code, doc = _replay(case, "Module.blocks.1.Block.forward.0", capsys)
     assert code == 2 and doc["error"]["code"] == "cannot_replay" and "Linear" in doc["error"]["message"]
+
+
+def test_the_diagnosis_advises_the_replay_that_decides(msprobe_cases: dict[str, Case | BaseException],  # noqa: F811
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """compare-dumps' next actions hold the replay-op command for the call at fault; run as written, it decides."""
+    import re
+    import shlex
+
+    case = _case(msprobe_cases, "tensor_l1_gelu")
+    capsys.readouterr()
+    with contextlib.suppress(SystemExit):
+        main(["compare-dumps", str(case.golden), str(case.target), "--json"])
+    actions = json.loads(capsys.readouterr().out)["diagnosis"]["next_actions"]
+    advised = [a for a in actions if "acc-agent replay-op " in a]
+    assert advised, actions
+    command = re.search(r"acc-agent (replay-op .+? --op \S+)", advised[0])
+    assert command is not None, advised[0]
+    capsys.readouterr()
+    try:
+        main([*shlex.split(command.group(1)), "--json"])
+    except SystemExit as exc:
+        assert exc.code in (0, None)
+    assert json.loads(capsys.readouterr().out)["fault_enters"] == "operator"

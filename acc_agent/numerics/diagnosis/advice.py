@@ -83,6 +83,10 @@ def actions(node: Node, probe_result: Probe | None, golden: Dump | None, target:
     if probe_result is not None:
         out.append(_from_probe(probe_result, op, fam))
     out += FAMILY_CHECKS.get(fam, [])
+    out += _parameter_checks(node, golden, target)
+    replay = _replay_check(node, golden, target, direction)
+    if replay:
+        out.append(replay)
     if direction == "backward":
         out.append(f"The forward pass agrees: check {op}'s backward — a custom autograd Function or a fused kernel's "
                    "gradient formula, gradient scaling (loss scale, clipping) and hooks on the gradients.")
@@ -150,7 +154,49 @@ def _vendor(node: Node, p: Probe | None) -> str | None:
                 "level 'mix' records a module's parameters) and compare them too.")
     return (f"Its inputs and parameters are shown identical on both sides: report {node.key} to the vendor with its "
             "recorded inputs and outputs, arguments and dtypes, the framework, torch_npu and CANN versions, and "
-            "these compare rows.")
+            "these compare rows — the replay bundle ("
+            + invoke("replay_op", golden="<golden dump>", target="<target dump>", op=node.key, bundle="<folder>")
+            + ") holds all of it with a standalone repro.py.")
+
+
+def _dump_dir(dump: Dump | None) -> str | None:
+    if dump is None or dump.kind != "msprobe":
+        return None
+    return str(dump.source.parent)
+
+
+def _replay_check(node: Node, golden: Dump | None, target: Dump | None, direction: str) -> str | None:
+    """The one check that tells kernel from inputs: re-run the call from the target's recorded inputs."""
+    from acc_agent.numerics.replay import MODULES
+
+    g_dir, t_dir = _dump_dir(golden), _dump_dir(target)
+    if g_dir is None or t_dir is None or direction != "forward" or not node.outputs:
+        return None
+    if node.outputs[0].m.measure != "tensor":
+        return None
+    space = node.key.split(".", 1)[0]
+    if space not in ("Functional", "Torch", "Tensor", "Aten") and not (
+            space == "Module" and node.key.split(".")[-3] in MODULES):
+        return None
+    return (f"Tell the kernel from its inputs: {invoke('replay_op', golden=g_dir, target=t_dir, op=node.key)} re-runs "
+            "the call on the CPU from the target's recorded inputs (fault_enters: operator or inputs).")
+
+
+def _parameter_checks(node: Node, golden: Dump | None, target: Dump | None) -> list[str]:
+    """Compare the weights the call takes, file by file, where the dump holds them."""
+    out: list[str] = []
+    if golden is None or target is None:
+        return out
+    for t in node.inputs:
+        if t.leaf != "parameter" or t.m.measure != "tensor":
+            continue
+        g, x = _path(golden, t.row.golden_name or t.name), _path(target, t.name)
+        if g and x:
+            out.append(f"Compare its {t.arg} (a weight or buffer) file by file: "
+                       f"{invoke('compare_tensors', golden=g, target=x)}.")
+        if len(out) >= 2:
+            break
+    return out
 
 
 def _parameters_compared(node: Node, ins: list[Tensor]) -> bool:
