@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from acc_agent.errors import AccAgentError
+from acc_agent.frontend import option
 from acc_agent.models.compare import DumpRow, TensorMetrics
 from acc_agent.numerics.metrics import msprobe_round
 from acc_agent.text_safety import spreadsheet_cell
@@ -99,7 +100,7 @@ def _guarded(path: str | Path, write: Any) -> Path:
             write(fh)
     except OSError as exc:
         raise AccAgentError("cannot_write", f"cannot write CSV {out}: {exc}",
-                            hint="Choose a writable path for --csv.", path=str(out)) from None
+                            hint=f"Choose a writable path for {option('csv')}.", path=str(out)) from None
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from acc_agent.frontend import option
 from acc_agent.models.training import CriterionResult, CurveComparison
 from acc_agent.numerics.curve_criteria import (
     Outcome,
@@ -52,7 +53,7 @@ class MetricJudgement:
 def _limit(criterion: Criterion, metric: str, profile: Profile, overrides: Mapping[str, float]) -> tuple[float, str]:
     key = f"{metric}.first_step" if criterion.statistic == "first_step" else metric
     if key in overrides:
-        return overrides[key], "--tolerances"
+        return overrides[key], option("tolerances")
     return criterion.limit, f"{profile.name} profile"
 
 

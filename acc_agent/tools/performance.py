@@ -418,8 +418,9 @@ def _log_batch(p: MeasurePerformanceInput, batches: list[int], t: _LogTimings) -
     """The batch size of the logged run: --batch-sizes when given, else what the log states, else 1."""
     given = "batch_sizes" in p.model_fields_set
     if given or t.batch_size is None:
-        note = f"batch size {batches[-1]} is taken from --batch-sizes (last entry)" if given else (
-            f"batch size {batches[-1]} is the default: the log does not state its batch size; pass --batch-sizes")
+        note = f"batch size {batches[-1]} is taken from {frontend.option('batch_sizes')} (last entry)" if given else (
+            f"batch size {batches[-1]} is the default: the log does not state its batch size; pass "
+            f"{frontend.option('batch_sizes')}")
         if given and t.batch_size is not None and t.batch_size != batches[-1]:
             note += f"; the log states {t.batch_size} ({t.batch_source}): check which one the run used"
         return batches[-1], note
@@ -442,7 +443,7 @@ def _measure_log(p: MeasurePerformanceInput, batches: list[int]) -> tuple[list[B
                           "whole training time, start-up and evaluation pauses included)",
                           warmup_detection=WarmupReport(configured=0, rule="none", reason=(
                               "the run was not repeated and the log gives one whole-run figure: warm-up cannot be "
-                              "separated from it; --warmup does not apply to logs")))
+                              f"separated from it; {frontend.option('warmup')} does not apply to logs")))
         notes.append(f"{p.from_log} states one whole-run throughput (train_samples_per_second) and no per-step times: "
                      "latency statistics are N/A")
         return [row], notes, how
@@ -453,7 +454,7 @@ def _measure_log(p: MeasurePerformanceInput, batches: list[int]) -> tuple[list[B
                           throughput_unit=printed,
                           warmup_detection=WarmupReport(configured=twu.count, rule=twu.rule, reason=(
                               f"the run was not repeated: the first {twu.count} logged throughput value(s) were detected as "
-                              "warm-up (on 1/throughput) and excluded; --warmup does not apply to logs")))
+                              f"warm-up (on 1/throughput) and excluded; {frontend.option('warmup')} does not apply to logs")))
         notes.append(f"{p.from_log} has {len(thr)} throughput value(s) but no per-step times: latency statistics are N/A")
         return [row], notes, how
     if len(steps) < 2:
@@ -464,7 +465,7 @@ def _measure_log(p: MeasurePerformanceInput, batches: list[int]) -> tuple[list[B
     row.warmup_detection = WarmupReport(
         configured=wu.count,
         reason=f"the run was not repeated: the first {wu.count} logged step(s) were detected as warm-up and excluded "
-        f"({wu.rule}); --warmup does not apply to logs",
+        f"({wu.rule}); {frontend.option('warmup')} does not apply to logs",
         residual_detected=0,
         rule=wu.rule,
     )

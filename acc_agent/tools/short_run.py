@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
+from acc_agent.frontend import option
 from acc_agent.models.common import Evidence, ToolInput
 from acc_agent.models.training import (
     Band,
@@ -87,7 +88,7 @@ def fingerprint(params: JudgeShortRunInput, run: object, fmt: str) -> tuple[str 
             facts.setdefault("declared_total_steps", run.declared_total)
         source = f"settings the log states ({where}; first lr / batch size)"
         if len(facts) < 2:
-            return None, "the log states too little configuration to recognise a repeat (found: " + (", ".join(facts) or "nothing") + "); pass --config"
+            return None, "the log states too little configuration to recognise a repeat (found: " + (", ".join(facts) or "nothing") + f"); pass {option('config')}"
     key = {"format": fmt, "facts": facts, "metric": params.metric, "window": params.window.model_dump(), "band": params.band.model_dump()}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return digest, source
@@ -221,7 +222,7 @@ def judge_short_run(params: JudgeShortRunInput) -> JudgeShortRunOutput:
 def _repeat_rule(params: JudgeShortRunInput, out: JudgeShortRunOutput, run: object, fmt: str) -> None:
     """Seed §8.1.1 'stop once passed': flag a different log of the same short run after a pass."""
     if not params.record:
-        out.repeat_check = "not checked (--no-record)"
+        out.repeat_check = f"not checked ({option('record', False)})"
         return
     digest, source = fingerprint(params, run, fmt)
     if digest is None:
@@ -263,7 +264,7 @@ def _repeat_rule(params: JudgeShortRunInput, out: JudgeShortRunOutput, run: obje
             tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
             tmp.replace(record_path)
         except OSError as exc:
-            out.repeat_check = f"pass NOT recorded: cannot write {record_path} ({exc.strerror or exc}); pass --record-file to a writable place"
+            out.repeat_check = f"pass NOT recorded: cannot write {record_path} ({exc.strerror or exc}); pass {option('record_file')} to a writable place"
             return
         out.repeat_check = f"pass recorded in {record_path} (configuration from {source})"
     else:

@@ -11,6 +11,7 @@ import platform
 import sys
 from pathlib import Path
 
+from acc_agent.frontend import option
 from acc_agent.io.env.versions import read_key_values, under_root
 
 ENV_PREFIXES = ("ASCEND_", "HCCL_", "NPU_", "TORCH_NPU", "ATB_", "MS_", "CANN_")
@@ -63,7 +64,7 @@ def system_facts(root: Path) -> dict[str, str | None]:
     else:
         facts["os"] = None
     live = root.resolve() == Path("/").resolve()
-    suffix = "" if live else " (this machine, not --root)"
+    suffix = "" if live else f" (this machine, not {option('root')})"
     facts["kernel"] = platform.release() + suffix
     facts["arch"] = platform.machine() + suffix
     facts["python"] = sys.version.split()[0] + suffix
