@@ -7,6 +7,7 @@ What it measures, each in a fresh subprocess of the same invocation (peak RSS fr
     memory of reading itself, which must not grow with the file;
   * ``full``   — ``parse_log`` as the tools call it: detection, runs, every series kept in 8-byte
     arrays, warm-up and device detection;
+  * ``read``   — a bare ``for line in file`` over the same log (the I/O floor);
   * ``import`` — an interpreter that only imported the package (the RSS floor).
 Memory flatness is read as the stream's peak RSS on the big log against a log 10x smaller.
 
@@ -48,6 +49,10 @@ if mode == "regex":
             for name, value in field.findall(line, m.end() - 1):
                 columns.setdefault(name, []).append(float(value))
     points = sum(len(v) for v in columns.values())
+elif mode == "read":
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for _line in fh:
+            points += 1
 elif mode == "stream":
     for rec in BY_NAME["megatron"].parse(LogSource.open(path)):
         if rec.columns is not None:
@@ -107,11 +112,11 @@ def main() -> int:
         write_log(small, args.small)
         size_mb = big.stat().st_size / 2**20
         floor = run("import", big)
-        res = {(m, n): run(m, p) for m in ("regex", "stream", "full") for n, p in (("small", small), ("big", big))}
+        res = {(m, n): run(m, p) for m in ("read", "regex", "stream", "full") for n, p in (("small", small), ("big", big))}
     print(f"log: {args.lines:,} lines ({size_mb:.0f} MiB); smaller log: {args.small:,} lines; "
           f"interpreter that only imported acc_agent: peak RSS {floor['peak_rss_mb']:.1f} MiB")
     ref = res[("regex", "big")]
-    for mode in ("regex", "stream", "full"):
+    for mode in ("read", "regex", "stream", "full"):
         b, s = res[(mode, "big")], res[(mode, "small")]
         print(f"{mode:>6}: {b['seconds']:6.2f} s wall, {b['cpu_seconds']:6.2f} s CPU; regex loop / this: "
               f"{ref['seconds'] / b['seconds']:4.2f}x wall, {ref['cpu_seconds'] / b['cpu_seconds']:4.2f}x CPU; "
