@@ -119,6 +119,7 @@ def test_rows_failing_msprobes_bar_are_counted_and_explained(msprobe_cases: dict
     listed = diag["details"]["discounted_rows"]
     assert listed and all(x["why_discounted"] for x in listed)
     assert "fail msprobe's bar" in fd["reason"] and "fail msprobe's bar" in diag["explanation"]
+    assert "discounted_rows" not in fd["reason"] + diag["explanation"], "no internal field names in the text"
 
 
 def test_mask_fills_are_left_out_of_the_judged_error(msprobe_cases: dict[str, Case | BaseException],  # noqa: F811

@@ -95,11 +95,12 @@ def _consistency(graph: Graph, fd: FirstDivergence | None, diag: Diagnosis) -> N
     if not count:
         return
     diag.details["discounted_rows"] = listed
+    shown = "; ".join(f"{x['row']} ({x['why_discounted']})" for x in listed[:2])
+    more = f"; and {count - 2} more" if count > 2 else ""
     note = (f" {count} earlier row{'s' if count > 1 else ''} of this pass fail{'' if count > 1 else 's'} msprobe's "
-            f"bar (cosine < 0.99 or MaxAbsErr > 1e-3) and {'were' if count > 1 else 'was'} discounted: "
-            f"{listed[0]['row']} ({listed[0]['why_discounted']})" + ("; see discounted_rows." if count > 1 else "."))
+            f"bar (cosine < 0.99 or MaxAbsErr > 1e-3) and {'were' if count > 1 else 'was'} discounted: {shown}{more}.")
     if fd is not None:
-        seen = f" ({count} of them fail msprobe's bar: see the diagnosis' discounted_rows)"
+        seen = f" ({count} of them fail msprobe's bar of cosine 0.99 / MaxAbsErr 1e-3; why each was discounted follows)"
         for claim in ("is within precision", "every tensor before it agrees", "every recorded tensor before it agrees"):
             fd.reason = fd.reason.replace(claim, claim + " within precision" * (not claim.endswith("precision")) + seen)
     diag.explanation += note
