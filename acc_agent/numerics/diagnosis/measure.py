@@ -398,12 +398,16 @@ def exclude_fills(rows: list[DumpRow], measured: list[Measured], golden: Dump | 
         return
     import numpy as np
 
+    checks = 0
     for row, m in zip(rows, measured, strict=True):
         if m.measure != "tensor" or m.err is None or not math.isfinite(m.err):
             continue
         g_e = golden.by_name.get(row.golden_name or row.name)
         if g_e is None or not _may_hold_fill(g_e.stats):
             continue
+        checks += 1
+        if checks > _MAX_FILL_CHECKS:
+            break
         try:
             g = np.asarray(golden.load(row.golden_name or row.name))
             t = np.asarray(target.load(row.name))
@@ -427,9 +431,25 @@ def exclude_fills(rows: list[DumpRow], measured: list[Measured], golden: Dump | 
         m.fill_share = float(both.mean())
 
 
+#: Largest finite values of fp16, bf16 and fp32: masks are often filled with the dtype's minimum.
+_DTYPE_LIMITS = (65504.0, 3.3895313892515355e38, 3.4028234663852886e38)
+#: Tensors loaded to look for fills, at most: large activations are common in big models, fills are few.
+_MAX_FILL_CHECKS = 128
+
+
+def _fill_like(v: float) -> bool:
+    """A mask fill is a round number (-10000, -1e9), a dtype's limit or an infinity, not a measured value."""
+    a = abs(v)
+    if math.isinf(a):
+        return True
+    if a < FILL_MAGNITUDE or math.isnan(a):
+        return False
+    return float(f"{a:.2g}") == a or any(abs(a - lim) <= 1e-6 * lim for lim in _DTYPE_LIMITS)
+
+
 def _may_hold_fill(stats: dict[str, float | None]) -> bool:
     lo, hi = stats.get("Min"), stats.get("Max")
-    return any(v is not None and abs(v) >= FILL_MAGNITUDE for v in (lo, hi))
+    return any(isinstance(v, float | int) and not isinstance(v, bool) and _fill_like(float(v)) for v in (lo, hi))
 
 
 def _fill_value(x: Any) -> float | None:
