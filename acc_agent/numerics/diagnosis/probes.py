@@ -125,6 +125,8 @@ def probe(node: Node, golden: Dump | None, target: Dump | None, dtype: str | Non
     """The hypothesis that reproduces the target output of ``node`` (tensor dumps only), or None."""
     if golden is None or target is None or not node.outputs or node.outputs[0].m.measure != "tensor":
         return None
+    if node.direction != "forward":
+        return None  # a backward call's inputs are gradients: the forward hypotheses do not apply to them
     fam = family(node.key)
     run = _PROBES.get(fam)
     if run is None:
