@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acc_agent.atomic import atomic_write
 from acc_agent.errors import AccAgentError
 
 __all__ = ["CaptureReport", "DumpCapture", "capture_forward"]
@@ -238,7 +239,8 @@ class DumpCapture:
             "data": self._data,
         }
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.report.dump_json, "w", encoding="utf-8") as fh:
+        # atomic: write() runs again after more passes, and a kill mid-rewrite must not lose the index
+        with atomic_write(self.report.dump_json, "w", encoding="utf-8") as fh:
             json.dump(body, fh, indent=1, default=_json_default)
         return self.report.dump_json
 

@@ -4,6 +4,12 @@ Tool commands are generated from each tool's input model, so the CLI never drift
 registry. Contract (design.md): ``--json`` prints exactly the output model; exit 0 ok, 1 the
 verdict is a failure, 2 bad input/usage with ``{"error": ...}`` on stdout under ``--json``, 3 the
 verdict is inconclusive (nothing could be compared).
+
+Start-up: a command's arguments come from :func:`tool_entry` — plain data computed from the
+input model — and ``main`` reads those entries from a cached manifest (``cli_manifest``), so
+``--help`` and argument errors import neither pydantic, numpy nor any tool module; the tool's
+module and model are imported only when the command runs. Tools registered in this process
+(tests, embedding scripts) are read from the live registry instead.
 """
 
 from __future__ import annotations
@@ -18,16 +24,20 @@ import types
 import typing
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from pydantic.fields import FieldInfo
 
 from acc_agent.errors import AccAgentError
-from acc_agent.registry import ToolSpec, all_tools
 from acc_agent.text_safety import terminal_lines, terminal_text
 
+if TYPE_CHECKING:
+    from pydantic.fields import FieldInfo
+
+    from acc_agent.registry import ToolSpec
+
 _SCALARS = (bool, int, float, str)
+_SCALAR_BY_NAME: dict[str, type] = {t.__name__: t for t in _SCALARS}
 
 
 def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
@@ -66,27 +76,55 @@ def _field_help(finfo: FieldInfo, extra: str) -> str:
     return text
 
 
-def _build_command(spec: ToolSpec) -> typing.Callable[..., None]:
-    """Make a function whose signature typer turns into the tool's arguments and options."""
-    params: list[inspect.Parameter] = []
-    annotations: dict[str, Any] = {}
+def tool_entry(spec: ToolSpec) -> dict[str, Any]:
+    """What the CLI needs of one tool, as plain JSON data (one entry of the cached manifest).
+
+    Everything the command's signature is built from is here, computed from the input model, so a
+    command built from a cached entry parses and helps exactly like one built from the model."""
     fields = spec.input_model.model_fields
     ordered = [n for n in spec.positional if n in fields] + [n for n in fields if n not in spec.positional]
+    out: list[dict[str, Any]] = []
     for fname in ordered:
         finfo = fields[fname]
         cli_type, extra = _cli_type(finfo.annotation)
         required = finfo.is_required()
-        help_text = _field_help(finfo, extra)
+        item: dict[str, Any] = {"name": fname, "type": cli_type.__name__, "required": required,
+                                "help": _field_help(finfo, extra), "positional": fname in spec.positional}
+        if cli_type is bool and fname not in spec.positional:
+            item["default"] = False if required else bool(finfo.get_default(call_default_factory=True))
+        out.append(item)
+    return {"name": spec.name, "cli_name": spec.cli_name, "module": spec.func.__module__,
+            "description": spec.description, "fields": out}
+
+
+def _load_spec(entry: dict[str, Any]) -> ToolSpec:
+    """The registered tool behind a manifest entry: its module only, not every tool module."""
+    from acc_agent import registry
+
+    return registry.load_tool(entry["name"], entry["module"])
+
+
+def _build_command(entry: dict[str, Any], spec: ToolSpec | None = None) -> typing.Callable[..., None]:
+    """Make a function whose signature typer turns into the tool's arguments and options.
+
+    ``spec``: the live tool when the entry was computed in this process; otherwise it is loaded
+    (module import, pydantic) only when the command runs."""
+    params: list[inspect.Parameter] = []
+    annotations: dict[str, Any] = {}
+    for item in entry["fields"]:
+        fname = item["name"]
+        cli_type = _SCALAR_BY_NAME[item["type"]]
+        required = bool(item["required"])
+        help_text = item["help"]
         opt_name = "--" + fname.replace("_", "-")
-        if fname in spec.positional:
-            marker: Any = typer.Argument(help=help_text, show_default=False)
+        if item["positional"]:
+            marker: Any = typer.Argument(help=help_text, show_default=False, metavar=fname.upper())
             default: Any = inspect.Parameter.empty if required else None
             ann: Any = Annotated[cli_type if required else typing.Optional[cli_type], marker]  # noqa: UP045
         elif cli_type is bool:
-            default_bool = False if required else bool(finfo.get_default(call_default_factory=True))
             flag = f"{opt_name}/--no-{fname.replace('_', '-')}"
             marker = typer.Option(flag, help=help_text)
-            default = default_bool
+            default = bool(item["default"])
             ann = Annotated[bool, marker]
         else:
             marker = typer.Option(opt_name, help=help_text, show_default=False)
@@ -100,6 +138,8 @@ def _build_command(spec: ToolSpec) -> typing.Callable[..., None]:
 
     def command(**kwargs: Any) -> None:
         as_json = bool(kwargs.pop("as_json", False))
+        tool = spec if spec is not None else _load_spec(entry)
+        fields = tool.input_model.model_fields
         arguments: dict[str, Any] = {}
         for key, value in kwargs.items():
             if value is None:
@@ -111,12 +151,12 @@ def _build_command(spec: ToolSpec) -> typing.Callable[..., None]:
                 with contextlib.suppress(json.JSONDecodeError):
                     value = json.loads(value)
             arguments[key] = value
-        raise typer.Exit(run_tool_command(spec, arguments, as_json))
+        raise typer.Exit(run_tool_command(tool, arguments, as_json))
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = annotations
-    command.__name__ = spec.name
-    command.__doc__ = spec.description
+    command.__name__ = entry["name"]
+    command.__doc__ = entry["description"]
     return command
 
 
@@ -159,7 +199,8 @@ def _first_sentence(text: str) -> str:
     return first[: cut + 1] if cut > 0 else first
 
 
-def build_app() -> typer.Typer:
+def _new_app() -> typer.Typer:
+    """The root group and its callback, without commands."""
     app = typer.Typer(
         no_args_is_help=True,
         add_completion=False,
@@ -180,10 +221,18 @@ def build_app() -> typer.Typer:
             typer.echo(__version__)
             raise typer.Exit(0)
 
-    for spec in all_tools().values():
-        app.command(name=spec.cli_name, help=spec.description, short_help=_first_sentence(spec.description))(
-            _build_command(spec)
-        )
+    return app
+
+
+def _add_tool(app: typer.Typer, entry: dict[str, Any], spec: ToolSpec | None) -> None:
+    description = entry["description"]
+    app.command(name=entry["cli_name"], help=description, short_help=_first_sentence(description))(
+        _build_command(entry, spec)
+    )
+
+
+def _register_commands(app: typer.Typer) -> None:
+    """The workflow and agent commands of ``acc_agent/commands/``, after the tools."""
     import acc_agent.commands as commands_pkg
 
     for info in sorted(pkgutil.iter_modules(commands_pkg.__path__), key=lambda i: i.name):
@@ -193,19 +242,140 @@ def build_app() -> typer.Typer:
         register = getattr(module, "register", None)
         if register is not None:
             register(app)
+
+
+def _live_tools(entries: list[dict[str, Any]] | None) -> list[tuple[dict[str, Any], ToolSpec | None]]:
+    if entries is not None:
+        return [(entry, None) for entry in entries]
+    from acc_agent.registry import all_tools
+
+    return [(tool_entry(spec), spec) for spec in all_tools().values()]
+
+
+def build_app(entries: list[dict[str, Any]] | None = None) -> typer.Typer:
+    """The typer app; ``entries`` (from :func:`tool_entries` or the cached manifest) default to the live registry."""
+    app = _new_app()
+    for entry, spec in _live_tools(entries):
+        _add_tool(app, entry, spec)
+    _register_commands(app)
     return app
+
+
+def tool_entries() -> list[dict[str, Any]]:
+    """Every registered tool's CLI entry (imports every tool module and pydantic)."""
+    from acc_agent.registry import all_tools
+
+    return [tool_entry(spec) for spec in all_tools().values()]
+
+
+def _main_entries() -> list[dict[str, Any]] | None:
+    """The cached manifest's entries; None (the live registry) when tools were registered in this
+    process (their entries are the truth). A missing or stale manifest is rebuilt and written."""
+    registry = sys.modules.get("acc_agent.registry")
+    if registry is not None and getattr(registry, "_REGISTRY", None):
+        return None
+    from acc_agent import cli_manifest
+
+    entries = cli_manifest.load()
+    if entries is None:
+        entries = tool_entries()
+        cli_manifest.store(entries)
+    return entries
+
+
+class _LazyToolCommand:
+    """A tool's entry in the root group, converted by typer (≈1 ms a command, 25 ms for all) only
+    when it is used: ``--help`` of the root lists it from its name and short help alone.
+
+    The real command is typer's own conversion of the same function in an app with the same
+    settings; everything but the listing is that command (attribute access goes to it)."""
+
+    def __init__(self, entry: dict[str, Any], spec: ToolSpec | None) -> None:
+        self.name = entry["cli_name"]
+        self.help = entry["description"]
+        self.short_help = _first_sentence(entry["description"])
+        self.hidden = False
+        self.deprecated = False
+        self._entry, self._spec = entry, spec
+        self._real: Any = None
+
+    def real(self) -> Any:
+        if self._real is None:
+            app = _new_app()
+            _add_tool(app, self._entry, self._spec)
+            self._real = typer.main.get_command(app).commands[self.name]  # type: ignore[attr-defined]
+        return self._real
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        from typer._click.core import Command
+
+        return Command.get_short_help_str(self, limit)  # type: ignore[arg-type]  # click's own wording
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
+
+
+def main_command() -> Any:
+    """The root click group ``main`` runs: tools from the manifest, each converted when used."""
+    app = _new_app()
+    _register_commands(app)
+    group: Any = typer.main.get_command(app)
+    lazy = {entry["cli_name"]: _LazyToolCommand(entry, spec) for entry, spec in _live_tools(_main_entries())}
+    group.commands = {**lazy, **group.commands}  # tools first, as build_app registers them
+    return group
+
+
+class _DeferredCoercion:
+    """typer's coercion of one parameter, built only for a value that needs it.
+
+    Why: typer (0.29) coerces every parameter through a pydantic ``TypeAdapter`` and builds it even
+    for a value that is absent, so an argument error or a command's ``--help`` imported pydantic
+    (≈0.15 s). An absent value (``None``) comes back as typer's own ``coerce`` returns it, and a
+    plain ``str`` parameter's string as its adapter returns it (``str(value)``); anything else goes
+    to the adapter typer would have used."""
+
+    def __init__(self, param: Any, build: typing.Callable[[Any], Any]) -> None:
+        self._param = param
+        self._build = build
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        multi = param.multiple or param.nargs == -1
+        if value is None:
+            return () if multi else None
+        desc = param.type_descriptor
+        if (not multi and type(value) is str and desc.annotation is str
+                and getattr(desc.parameter_info, "parser", None) is None):
+            return value
+        return self._build(self._param).coerce(value, param=param, ctx=ctx)
+
+
+def _defer_typer_coercion() -> None:
+    """Install :class:`_DeferredCoercion` in typer's parameters (a no-op if typer's internals differ)."""
+    core = sys.modules.get("typer.core")
+    cls = getattr(core, "_TyperParameter", None)
+    original = getattr(cls, "get_runtime_param", None)
+    if cls is None or original is None or getattr(cls, "_acc_agent_deferred", False):
+        return
+
+    def get_runtime_param(self: Any) -> Any:
+        if getattr(self, "_runtime_param", None) is not None:
+            return self._runtime_param
+        return _DeferredCoercion(self, original)
+
+    cls.get_runtime_param = get_runtime_param
+    cls._acc_agent_deferred = True
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point; usage errors under ``--json`` still print the structured error on stdout."""
     args = list(sys.argv[1:] if argv is None else argv)
-    app = build_app()
+    _defer_typer_coercion()
+    command = main_command()
     if "--json" not in args:
-        app(args=args, prog_name="acc-agent")
+        command.main(args=args, prog_name="acc-agent")  # what typer's app() does, pretty exceptions off
         return
     from typer._click.exceptions import UsageError  # typer vendors click since 0.26
 
-    command = typer.main.get_command(app)
     try:
         code = command.main(args=args, prog_name="acc-agent", standalone_mode=False)
     except UsageError as exc:

@@ -18,10 +18,10 @@ import json
 import math
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from acc_agent.atomic import atomic_write_text
 from acc_agent.models.common import ToolOutput
 from acc_agent.registry import ToolSpec
 
@@ -31,8 +31,9 @@ DEFAULT_BUDGET_BYTES = 16_000
 DEFAULT_MAX_ITEMS = 20
 #: Longest string kept whole.
 MAX_STRING_CHARS = 4_000
-#: Where full results go unless ``ACC_AGENT_RESULTS_DIR`` says otherwise.
+#: Where full results go: this variable's folder; by default ``acc-agent-results`` beside the project's mig.yaml.
 RESULTS_DIR_ENV = "ACC_AGENT_RESULTS_DIR"
+RESULTS_DIR_NAME = "acc-agent-results"
 
 # Words that mark an entry as bad, most severe group first. Entries are ranked by the first group
 # found in a status-like field, so "worst rows" works for any tool that labels its rows.
@@ -47,9 +48,19 @@ _STATUS_KEYS = ("status", "verdict", "result", "state", "level")
 
 
 def results_dir() -> Path:
-    """Folder for full results; created on demand."""
-    root = os.environ.get(RESULTS_DIR_ENV) or str(Path(tempfile.gettempdir()) / "acc-agent-results")
-    path = Path(root)
+    """Folder for full results; created on demand.
+
+    ``ACC_AGENT_RESULTS_DIR`` when set; else ``acc-agent-results`` beside the project's mig.yaml (the
+    current folder or the nearest parent holding one), else in the current folder. Never the system
+    temp folder, where results of different projects pile up and are lost, and never beside the inputs.
+    """
+    root = os.environ.get(RESULTS_DIR_ENV)
+    if root:
+        path = Path(root)
+    else:
+        here = Path.cwd()
+        project = next((d for d in (here, *here.parents) if (d / "mig.yaml").is_file()), here)
+        path = project / RESULTS_DIR_NAME
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -125,9 +136,9 @@ def write_full_result(tool_name: str, full: dict[str, Any], directory: Path | No
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{tool_name}-{digest}.json"
     if not path.is_file():
-        tmp = folder / f".{path.name}.{os.getpid()}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        # a unique temporary name (not one per process): two threads or calls writing the same
+        # result at once must not write into one temporary file
+        atomic_write_text(path, text)
     return path
 
 

@@ -22,6 +22,11 @@ class AccAgentError(Exception):
         self.path = path
         self.field = field  # the input argument at fault, when there is one
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Why: a worker process or Dask task raising this must arrive whole in the process that
+        # reports it; the default pickling passes only ``args`` (the message) back to __init__.
+        return (self.__class__, (self.code, self.message, self.hint, self.path, self.field))
+
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"code": self.code, "message": self.message, "hint": self.hint}
         if self.path is not None:

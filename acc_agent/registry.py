@@ -8,6 +8,7 @@ discovery walks the package, so no front end needs editing. Tool modules must ke
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 import typing
@@ -148,6 +149,18 @@ def all_tools() -> dict[str, ToolSpec]:
     """Every registered tool, by name, in a stable order."""
     _discover()
     return dict(sorted(_REGISTRY.items()))
+
+
+def load_tool(name: str, module: str) -> ToolSpec:
+    """The tool ``name``, importing only ``module`` (where the CLI's manifest says it is registered).
+
+    Why: running one command should not import all twenty tool modules (≈0.3 s); if the module
+    no longer registers the tool, every module is discovered as before."""
+    if name not in _REGISTRY:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+    spec = _REGISTRY.get(name)
+    return spec if spec is not None else get_tool(name)
 
 
 def get_tool(name: str) -> ToolSpec:

@@ -102,7 +102,9 @@ def plans(project: Project) -> list[SkillPlan]:
                          {"baseline_log": a.baseline_log}))
     out.append(SkillPlan("target_log", "parse_training_log", [_rel(project, a.target_log)], {},
                          {"target_log": a.target_log}))
-    sr_opts: dict[str, Any] = {"band": list(t.short_run_band)}
+    # the do-not-repeat record lives beside mig.yaml, never beside the user's log
+    sr_opts: dict[str, Any] = {"band": list(t.short_run_band),
+                               "record_file": str(project.base_dir / ".acc-agent" / "short_run_record.json")}
     if t.short_run_window:
         sr_opts["window"] = t.short_run_window
     out.append(SkillPlan("short_run", "judge_short_run", [_rel(project, a.target_log)], sr_opts,
@@ -136,7 +138,7 @@ def plans(project: Project) -> list[SkillPlan]:
 
 
 #: Options the reports need (e.g. every dump row for the per-layer plot) but a person re-running the tool does not.
-_NOT_SHOWN = frozenset({"all_rows"})
+_NOT_SHOWN = frozenset({"all_rows", "record_file"})
 
 
 def command_line(plan: SkillPlan, base_dir: Path | None = None) -> str:
@@ -179,17 +181,21 @@ def _saved(project: Project, plan: SkillPlan, cmd: str) -> SkillResult | None:
         spec = get_tool(plan.tool)
     except AccAgentError:
         return SkillResult(plan.slot, plan.tool, "missing_tool", cmd,
-                           reason=f"saved result {rel} cannot be validated: tool {plan.tool} is not installed")
+                           reason=f"saved result {rel} cannot be validated: tool {plan.tool} is not installed",
+                           why_key="r_saved_no_tool", why_args={"file": rel, "tool": plan.tool})
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         model = spec.output_model.model_validate(data)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return SkillResult(plan.slot, plan.tool, "error", cmd, reason=f"saved result {rel} unreadable: {exc}")
+        return SkillResult(plan.slot, plan.tool, "error", cmd, reason=f"saved result {rel} unreadable: {exc}",
+                           why_key="r_saved_unreadable", why_args={"file": rel, "message": str(exc)})
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first.get("loc", ()))
         return SkillResult(plan.slot, plan.tool, "error", cmd,
-                           reason=f"saved result {rel} is not a {plan.tool} result ({loc}: {first.get('msg')})")
+                           reason=f"saved result {rel} is not a {plan.tool} result ({loc}: {first.get('msg')})",
+                           why_key="r_saved_invalid", why_args={"file": rel, "tool": plan.tool,
+                                                                "message": f"{loc}: {first.get('msg')}"})
     return SkillResult(plan.slot, plan.tool, "saved", cmd, output=model.model_dump(mode="json"),
                        source=f"saved result {rel}")
 
@@ -261,7 +267,8 @@ def read_perf_file(project: Project, key: str) -> SkillResult:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return SkillResult(key, "measure_performance", "missing_input", cmd, reason=f"{rel} unreadable: {exc}")
+        return SkillResult(key, "measure_performance", "missing_input", cmd, reason=f"{rel} unreadable: {exc}",
+                           why_key="r_file_unreadable", why_args={"file": rel, "message": str(exc)})
     from acc_agent.registry import get_tool
 
     try:
@@ -272,9 +279,12 @@ def read_perf_file(project: Project, key: str) -> SkillResult:
     except ValidationError as exc:
         first = exc.errors()[0]
         return SkillResult(key, "measure_performance", "error", cmd,
-                           reason=f"{rel} is not a measure_performance result ({first.get('msg')})")
+                           reason=f"{rel} is not a measure_performance result ({first.get('msg')})",
+                           why_key="r_saved_invalid", why_args={"file": rel, "tool": "measure_performance",
+                                                                "message": str(first.get("msg"))})
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        return SkillResult(key, "measure_performance", "error", cmd, reason=f"{rel} has no results[] list")
+        return SkillResult(key, "measure_performance", "error", cmd, reason=f"{rel} has no results[] list",
+                           why_key="r_no_results", why_args={"file": rel})
     return SkillResult(key, "measure_performance", "saved", cmd, output=data, source=rel)
 
 

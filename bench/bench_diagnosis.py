@@ -84,9 +84,8 @@ def measure(golden: Path, target: Path, repeat: int) -> dict[str, Any]:
     from acc_agent.io.dumps import Dump, open_dump
     from acc_agent.io.pairing import pair_entries
     from acc_agent.numerics.diagnosis import diagnose
-    from acc_agent.tools._dump_rows import Job, compute_rows
-
     from acc_agent.registry import all_tools
+    from acc_agent.tools._dump_rows import Job, compute_rows
 
     all_tools()  # the tool registry is loaded before any tool runs (the front ends load it); hints read it
     g, t = open_dump(golden), open_dump(target)

@@ -84,7 +84,7 @@ def _edit(path: Path, old: str, new: str) -> None:
 
 @pytest.mark.parametrize(("doc", "old", "new", "fact"), [
     ("Mig_Readme.md", "| Short-run band | 30 %–50 %", "| Short-run band | 20 %–50 %", "short_run_band"),
-    ("Compare.md", "| Baseline source | `project_log`", "| Baseline source | `gpu_measured`", "baseline_source"),
+    ("Compare.md", "| Baseline source | project training log", "| Baseline source | GPU measured", "baseline_source"),
     ("Mig_report.md", "| rtol | 0.01", "| rtol | 1.000e-05", "rtol"),
     ("Summary.md", "| Overall | fail |", "| Overall | pass |", "overall_verdict"),
     ("Compare.md", "| smoke | synthetic-4-clusters | first 8 rows |", "| smoke | synthetic-4-clusters | first 16 rows |",

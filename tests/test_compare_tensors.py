@@ -55,7 +55,8 @@ def test_fp16_rounding_passes_with_default_fp16_tolerance(outputs: dict[str, Pat
     assert code == 0 and out["verdict"] == "pass"
     t = out["tolerance"]
     assert (t["rtol"], t["atol"], t["precision"]) == (1e-2, 1e-3, "fp16")
-    assert "Compare §3.1" in t["source"] and "default" in t["source"]
+    assert "reference tolerances" in t["source"] and "default" in t["source"]
+    assert "the target data is float16" not in t["source"]  # fp16 data: nothing to warn about
     o = out["outputs"][0]
     assert o["within_tolerance_ratio"] == 1.0 and o["top1_agreement"] == 1.0
     assert o["max_ulp_err"] <= 0.5 and o["cosine"] is not None
@@ -111,12 +112,25 @@ def test_npz_key_against_a_file(outputs: dict[str, Path], capsys: pytest.Capture
     assert code == 0 and out["outputs"][0]["golden"].endswith("golden.npz:logits")
 
 
-def test_unreadable_target_is_an_error_output(outputs: dict[str, Path], tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_unreadable_single_target_is_bad_input(outputs: dict[str, Path], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """One file that cannot be read is bad input (exit 2), not a comparison that failed (exit 1)."""
     np.save(tmp_path / "obj.npy", np.array([None], dtype=object), allow_pickle=True)
     code, out = run_cli([str(outputs["golden"]), str(tmp_path / "obj.npy")], capsys)
-    o = out["outputs"][0]
-    assert code == 1 and o["verdict"] == "error" and "obj.npy" in o["message"]
+    assert code == 2 and out["error"]["code"] == "unsafe_pickle" and "obj.npy" in out["error"]["message"]
+    (tmp_path / "text.npy").write_text("hello world\n", encoding="utf-8")
+    code, out = run_cli([str(outputs["golden"]), str(tmp_path / "text.npy")], capsys)
+    assert code == 2 and out["error"]["message"] == "not a .npy file: text.npy starts with 'hello world\\n'"
+    assert out["error"]["hint"]
+
+
+def test_fp32_data_says_which_precision_judged_it(outputs: dict[str, Path], tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """float32 data judged at the FP16 default says so, and the required share is not read as a measurement."""
+    np.save(tmp_path / "t32.npy", np.load(outputs["golden"]) * np.float32(1.02))
+    code, out = run_cli([str(outputs["golden"]), str(tmp_path / "t32.npy")], capsys)
+    assert code == 1 and "(FP16 tolerances)" in out["summary"] and "the target data is float32" in out["tolerance"]["source"]
+    assert out["min_within_ratio"] == 1.0 and out["lowest_within_ratio"] < 1.0
 
 
 def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -143,7 +143,7 @@ def _symlink_cycle(p: Path) -> None:
 UNREADABLE: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "truncated_data": (_truncate_data, ("truncated",)),
     "truncated_header": (_truncate_header, ("cannot read",)),
-    "bad_magic": (_bad_magic, ("refused",)),
+    "bad_magic": (_bad_magic, ("not a .npy file",)),
     "code_in_header": (_code_in_header, ("cannot read",)),
     "object_dtype": (_object_dtype, ("object dtype", "refused")),
     "npy_is_a_pickle": (_npy_is_pickle, ("pickle", "refused")),
@@ -243,8 +243,8 @@ def test_fifo_given_to_compare_tensors_does_not_block(tmp_path: Path) -> None:
     np.save(tmp_path / "g.npy", np.ones(4, np.float32))
     os.mkfifo(tmp_path / "t.npy")
     code, out = _subprocess_cli(["compare-tensors", str(tmp_path / "g.npy"), str(tmp_path / "t.npy"), "--json"])
-    assert code == 1 and out["verdict"] == "error"
-    assert "named pipe" in out["outputs"][0]["message"]
+    # one unreadable pair is bad input (exit 2, the deliverables issue's exit-code contract), said at once
+    assert code == 2 and "named pipe" in out["error"]["message"] and out["error"]["hint"]
 
 
 @pytest.mark.parametrize("case", ["truncated_data", "npy_is_a_pickle", "fp8_saved_by_numpy", "symlink_to_itself"])
@@ -255,11 +255,9 @@ def test_compare_tensors_bad_file_is_an_error_output(case: str, tmp_path: Path,
     np.save(bad, np.ones((4, 8), np.float16))
     UNREADABLE[case][0](bad)
     code, out = _cli(["compare-tensors", str(tmp_path / "g.npy"), str(bad), "--json"], capsys)
-    if code == 2:  # a path that cannot even be looked up (link loop) is bad input, reported as such
-        assert out["error"]["code"] == "symlink_loop" and out["error"]["hint"]
-        return
-    assert code == 1 and out["verdict"] == "error"
-    assert "t.npy" in out["outputs"][0]["message"]
+    # a single unreadable pair is bad input: exit 2 with a structured error naming the file and the fix
+    assert code == 2 and out["error"]["hint"], out
+    assert "t.npy" in out["error"]["message"] or out["error"]["code"] == "symlink_loop"
     assert not (tmp_path / "PWNED").exists()
 
 

@@ -33,7 +33,7 @@ def test_writes_the_commented_template_with_the_given_values(tmp_path: Path) -> 
     assert project.artefacts.target_log == "logs/npu.log" and project.project.name == "proj"
     assert "artefacts.dumps.golden" in out.filled and "baseline_log" in out.empty_artefacts
     assert "dumps.golden" not in out.empty_artefacts
-    assert "acc-agent render-deliverables" in out.next_step
+    assert "acc-agent report " in out.next_step  # the one command that writes the documents
 
 
 def test_refuses_to_overwrite_and_names_the_fix(tmp_path: Path) -> None:

@@ -175,7 +175,7 @@ def test_no_tolerance_means_null_with_reason() -> None:
 
 def test_tolerance_table() -> None:
     fp16 = tol.resolve("fp16")
-    assert (fp16.rtol, fp16.atol) == (1e-2, 1e-3) and "Compare §3.1" in fp16.source
+    assert (fp16.rtol, fp16.atol) == (1e-2, 1e-3) and "reference tolerances by target precision" in fp16.source
     assert tol.resolve(None).precision == "fp16"  # FP16 is the default target
     assert tol.resolve("bf16").atol == 1e-2
     assert tol.resolve("float32").atol == 1e-5

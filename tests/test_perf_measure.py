@@ -210,4 +210,4 @@ def test_cli_results_file_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureF
     assert exc.value.code == 1 and json.loads(capsys.readouterr().out)["verdict"] == "error"
     with pytest.raises(SystemExit) as exc:
         main(["measure-performance", "--callable", f"{HERE}:spin", "--no-requested", "--json"])
-    assert exc.value.code == 0 and json.loads(capsys.readouterr().out)["verdict"] == "not_executed"
+    assert exc.value.code == 3 and json.loads(capsys.readouterr().out)["verdict"] == "not_executed"  # not run: inconclusive

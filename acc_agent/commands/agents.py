@@ -154,4 +154,4 @@ def register(app: typer.Typer) -> None:
         for path in written:
             sys.stdout.write(f"{path}\n")
 
-    app.add_typer(skills_app, name="skills")
+    app.add_typer(skills_app, name="skills", short_help="Install the agent skill folders (SKILL.md) into a project.")

@@ -102,14 +102,15 @@ def read_call(dump_json: Path, key: str) -> RecordedCall:
     try:
         doc = json.loads(dump_json.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise AccAgentError("missing_file", f"{dump_json} does not exist", path=str(dump_json)) from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise AccAgentError("missing_file", f"{dump_json} does not exist", path=str(dump_json),
+                            hint="Pass the dump folder (with dump.json) of an msprobe task 'tensor' run.") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise AccAgentError("invalid_dump_json", f"cannot read {dump_json.name}: {exc}".splitlines()[0],
                             hint="Re-copy the dump; dump.json must be UTF-8 JSON.", path=str(dump_json)) from None
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, dict):
         raise AccAgentError("invalid_dump_json", f"{dump_json.name} has no 'data' object: not an msprobe dump.json",
-                            path=str(dump_json))
+                            hint="Point at the dump.json written by msprobe's PrecisionDebugger.", path=str(dump_json))
     body = data.get(key)
     if not isinstance(body, dict):
         near = [k for k in data if k.split(".")[:2] == key.split(".")[:2]][:5]

@@ -123,6 +123,7 @@ class Dump:
             return self.by_name[name]
         except KeyError:
             raise AccAgentError("missing_entry", f"{self.source} has no tensor named {name!r}",
+                                hint="Use a row name from this dump (see the comparison's rows).",
                                 path=str(self.source)) from None
 
     def path_of(self, name: str) -> Path | None:
@@ -375,13 +376,16 @@ def _parse_msprobe(dump_json: Path, like: Dump | None = None) -> Dump:
         del raw
         walker = _Walker(quoted, like)
         data = doc["data"]
-        for key in list(data):
-            # each call's JSON is freed as soon as it is walked, so the entries built next reuse
-            # its memory: with the whole document freed at the end, the entries sat scattered over
-            # all its memory and kept ~2x their size resident
-            body = data.pop(key)
-            if isinstance(body, dict):
-                walker.api(key, body)
+        try:
+            for key in list(data):
+                # each call's JSON is freed as soon as it is walked, so the entries built next reuse
+                # its memory: with the whole document freed at the end, the entries sat scattered over
+                # all its memory and kept ~2x their size resident
+                body = data.pop(key)
+                if isinstance(body, dict):
+                    walker.api(key, body)
+        except RecursionError:  # the walker recurses per nesting level; msprobe nests a few levels
+            raise _too_deep(dump_json, f"call {key!r}") from None
     data_dir = dump_json.parent / "dump_tensor_data"
     meta = {k: doc.get(k) for k in ("task", "level", "framework")}
     return Dump(dump_json, "msprobe", walker.entries, data_dir, meta, walker.scalars)
@@ -408,6 +412,15 @@ def _fast_loads(raw: bytes) -> Any:
         return None
 
 
+def _too_deep(dump_json: Path, where: str) -> AccAgentError:
+    return AccAgentError(
+        "invalid_dump_json",
+        f"{dump_json.name} nests lists/objects too deeply ({where}) to be an msprobe dump",
+        hint="msprobe writes a few levels per call: the file is damaged or not a dump.json; re-run the dump.",
+        path=str(dump_json),
+    )
+
+
 def _load_json(raw: bytes, dump_json: Path) -> tuple[dict[str, Any], bool]:
     """The parsed document, and whether NaN/Infinity in it were read as strings (see _fast_loads)."""
     doc = _fast_loads(raw)
@@ -415,6 +428,8 @@ def _load_json(raw: bytes, dump_json: Path) -> tuple[dict[str, Any], bool]:
     if doc is None:
         try:
             doc = json.loads(raw.decode("utf-8"))
+        except RecursionError:
+            raise _too_deep(dump_json, "the JSON document") from None
         except UnicodeDecodeError as exc:
             raise AccAgentError("invalid_dump_json", f"cannot read {dump_json.name}: {exc}",
                                 hint="Re-copy the dump; dump.json must be UTF-8 JSON.", path=str(dump_json)) from None
@@ -478,7 +493,7 @@ def _safetensors(path: Path) -> Dump:
         entries.append(DumpEntry(
             name=k, data_name=None, module_key=k, role="tensor", index=i, container_key=k,
             dtype=tensors._SAFETENSORS_DTYPES.get(code or "", None),
-            shape=[int(s) for s in info.get("shape", [])] if isinstance(info, dict) else None,
+            shape=tensors.safetensors_shape(info),  # None for a damaged entry: its load says why
         ))
     return Dump(path, "safetensors", entries, None)
 
@@ -519,6 +534,22 @@ def open_dump_set(path: str | Path, like: DumpSet | None = None) -> DumpSet:
         if ranks:
             return DumpSet(p, {k: _parse_msprobe(d / "dump.json", _like(like, k)) for k, d in ranks.items()})
     return DumpSet(p, {"": _open_single(p, _like(like, ""))})
+
+
+def rank_sources(path: str | Path) -> dict[str, Path]:
+    """The rank keys of a dump and the file each one opens from, without parsing any dump.json.
+
+    ``{"step0/rank0": .../step0/rank0/dump.json, ...}`` for a ``step*/rank*`` tree, else
+    ``{"": path}``; ``open_dump_set(source).ranks[""]`` then gives what ``open_dump_set(path)``
+    has under that key. Why: with hundreds of ranks each rank's dump.json is parsed by the worker
+    that compares it, not one after the other by the process that hands out the work."""
+    p = Path(path)
+    _require_dump_path(p)
+    if p.is_dir() and not (p / "dump.json").is_file():
+        ranks = _rank_dirs(p)
+        if ranks:
+            return {k: d / "dump.json" for k, d in ranks.items()}
+    return {"": p}
 
 
 def _require_dump_path(p: Path) -> None:

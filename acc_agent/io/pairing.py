@@ -72,11 +72,21 @@ def load_mapping(path: str | Path) -> dict[str, str]:
     """Read a ``{target_name: golden_name}`` mapping file (YAML or JSON)."""
     import yaml
 
+    from acc_agent.io.safe_yaml import MAX_YAML_BYTES, load_yaml
+
     p = Path(path)
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        if p.exists() and not p.is_file():  # a pipe or device would block the read forever
+            raise AccAgentError("invalid_mapping", f"mapping file {p} is not a regular file",
+                                hint="Pass the YAML or JSON mapping file itself.", path=str(p))
+        if p.is_file() and p.stat().st_size > MAX_YAML_BYTES:
+            raise AccAgentError("invalid_mapping", f"{p.name} is {p.stat().st_size >> 20} MiB, above the "
+                                f"{MAX_YAML_BYTES >> 20} MiB limit for a mapping file",
+                                hint="Map module prefixes instead of every tensor name.", path=str(p))
+        doc = load_yaml(p.read_text(encoding="utf-8"), str(p))
     except FileNotFoundError:
-        raise AccAgentError("missing_file", f"mapping file {p} does not exist", path=str(p)) from None
+        raise AccAgentError("missing_file", f"mapping file {p} does not exist",
+                            hint="Check the path given as the mapping file.", path=str(p)) from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise AccAgentError("invalid_mapping", f"{p.name} is not valid YAML: {exc}".splitlines()[0],
                             hint="Write one 'target_name: golden_name' pair per line.", path=str(p)) from None

@@ -1,4 +1,4 @@
-"""Model of ``select_baseline``: where the accuracy/performance baseline comes from (seed §7).
+"""Model of ``select_baseline``: where the accuracy/performance baseline comes from.
 
 ``source`` is the public contract: ``project_log`` (a complete project log, quoted with path and
 line range), ``gpu_measured`` (the user runs the Mig_Readme §2.6 commands on a GPU), ``cpu_log``
@@ -61,7 +61,7 @@ class SelectBaselineOutput(ToolOutput):
     line_range: list[int] | None = Field(default=None, description="[first, last] line of the quoted run; null for JSON logs (whole file).")
     quote: list[str] = Field(default_factory=list, description="First and last metric lines of the quoted range, verbatim.")
     device: str | None = None
-    entry: str | None = Field(default=None, description="Project entry script the §2.6 commands were built from.")
+    entry: str | None = Field(default=None, description="Project entry script the Mig_Readme §2.6 commands were built from.")
     commands: list[CommandRow] = Field(default_factory=list, description="Mig_Readme §2.6 rows (filled when no project log qualifies).")
     candidates: list[BaselineCandidate] = Field(default_factory=list)
     scanned_files: int = 0

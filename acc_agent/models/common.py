@@ -7,9 +7,11 @@ unsourced, and so front ends (CLI exit codes, MCP, reports) can treat all tools 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 
 def _split_csv(value: Any) -> Any:
@@ -37,10 +39,39 @@ class Model(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
 
+#: Longest path and file name the file systems acc-agent meets accept (Linux PATH_MAX, NAME_MAX).
+PATH_MAX_BYTES = 4095
+NAME_MAX_BYTES = 255
+
+
+def check_path(value: Path) -> Path:
+    """Refuse a path no file system can hold: a NUL byte, a name over 255 bytes, a path over 4 KiB.
+
+    Why at validation: every ``exists()``/``open()`` of such a path raises ``ValueError`` (NUL) or
+    ``OSError(ENAMETOOLONG)`` deep inside a tool; refused here, the error names the argument.
+    """
+    text = str(value)
+    if "\x00" in text:
+        raise ValueError("the path contains a NUL byte, which no file name can hold")
+    raw = os.fsencode(text)
+    if len(raw) > PATH_MAX_BYTES:
+        raise ValueError(f"the path is {len(raw):,} bytes long; file systems accept at most {PATH_MAX_BYTES:,}")
+    longest = max((len(os.fsencode(part)) for part in value.parts), default=0)
+    if longest > NAME_MAX_BYTES:
+        raise ValueError(f"one name in the path is {longest:,} bytes long; file systems accept at most {NAME_MAX_BYTES}")
+    return value
+
+
 class ToolInput(Model):
     """Base of every tool input: unknown fields are refused so that typos surface."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _paths_that_can_exist(cls, value: Any) -> Any:
+        """Every ``Path`` argument is checked by :func:`check_path` (named in the error by pydantic)."""
+        return check_path(value) if isinstance(value, Path) else value
 
 
 class Evidence(Model):

@@ -220,5 +220,8 @@ class CompareTensorsOutput(ToolOutput):
 
     verdict: Literal["pass", "fail", "error"]
     tolerance: ToleranceUsed
-    min_within_ratio: float = Field(description="Share of elements within tolerance an output needs to pass.")
+    min_within_ratio: float = Field(description="Required, not measured: the share of elements within tolerance "
+                                                "each output needs to pass (the min_within setting).")
+    lowest_within_ratio: float | None = Field(default=None, description="Measured: the smallest share of elements "
+                                                                        "within tolerance over the outputs compared.")
     outputs: list[TensorCheck] = Field(default_factory=list)

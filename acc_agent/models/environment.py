@@ -139,6 +139,7 @@ class CheckEnvironmentOutput(ToolOutput):
     checks and their fixes) or ``unknown`` (a deciding fact could not be established)."""
 
     failing_verdicts: ClassVar[frozenset[str]] = frozenset({"manual_stop"})
+    inconclusive_verdicts: ClassVar[frozenset[str]] = frozenset({"unknown"})
 
     verdict: Literal["auto", "manual_stop", "unknown"]
     target: Literal["npu", "gpu"]

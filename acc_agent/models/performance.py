@@ -77,7 +77,7 @@ class BatchResult(Model):
 
 
 class MeasurementSettings(Model):
-    """What Compare.md §2.3 must state, so the measurement can be repeated and compared."""
+    """What a performance report states about a measurement, so it can be repeated and compared."""
 
     source: Literal["callable", "command", "log"]
     target: str = Field(description="The callable, command line or log that was measured.")
@@ -98,7 +98,7 @@ class MeasurementSettings(Model):
 
 
 class NotExecuted(Model):
-    """Seed 002 §7.0: when not triggered, say exactly these three things."""
+    """When performance work was not triggered: why, which trigger conditions are missing, and the command to run."""
 
     reason: str
     missing_conditions: list[str]
@@ -162,6 +162,7 @@ class MeasurePerformanceOutput(ToolOutput):
     measured) or ``not_executed`` (no trigger condition holds, see ``not_executed``)."""
 
     failing_verdicts: ClassVar[frozenset[str]] = frozenset({"error"})
+    inconclusive_verdicts: ClassVar[frozenset[str]] = frozenset({"not_executed"})
 
     verdict: Literal["measured", "partial", "error", "not_executed"]
     results: list[BatchResult] = Field(default_factory=list)
@@ -216,6 +217,7 @@ class ComparePerformanceOutput(ToolOutput):
     """Verdict: ``met``, ``not_met``, ``inconclusive`` (CI straddles the target) or ``not_comparable``."""
 
     failing_verdicts: ClassVar[frozenset[str]] = frozenset({"not_met"})
+    inconclusive_verdicts: ClassVar[frozenset[str]] = frozenset({"inconclusive", "not_comparable"})
 
     verdict: Literal["met", "not_met", "inconclusive", "not_comparable"]
     rows: list[RatioRow] = Field(default_factory=list)

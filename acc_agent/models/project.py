@@ -30,7 +30,8 @@ class ProjectInfo(_Strict):
     owner: str = Field(default="", description="Who owns the migration.")
     repository: str = Field(default=".", description="Repository path or URL of the migrated code.")
     branch: str = Field(default="", description="Branch or tag of the migrated code.")
-    date: str = Field(default="", description="Date of the migration report (YYYY-MM-DD).")
+    date: str = Field(default="", description="The project's own date (YYYY-MM-DD), shown labelled as such; "
+                                          "reports carry the date they were generated.")
 
 
 class ModelInfo(_Strict):
@@ -103,7 +104,7 @@ class Performance(_Strict):
     warmup: int = Field(default=10, ge=0)
     iterations: int = Field(default=100, ge=1)
     reproducibility: str = Field(default="", description="Data split, preprocessing, seed, input layout, output check.")
-    stages: list[dict[str, str]] = Field(default_factory=list, description="§4.1 rows: stage, time_ms, source.")
+    stages: list[dict[str, str]] = Field(default_factory=list, description="Compare.md §4.1 per-stage timing rows: stage, time_ms, source.")
     bottleneck: str = ""
 
 
@@ -200,9 +201,9 @@ class Project(_Strict):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     performance: Performance = Field(default_factory=Performance)
     artefacts: Artefacts = Field(default_factory=Artefacts)
-    changes: list[dict[str, str]] = Field(default_factory=list, description="§5 change list rows: area, change.")
+    changes: list[dict[str, str]] = Field(default_factory=list, description="Mig_report.md §5 change list rows: area, change.")
     risks: list[dict[str, str]] = Field(default_factory=list, description="Rows of risk, level, mitigation.")
-    problems: list[dict[str, str]] = Field(default_factory=list, description="§7.1 problem log rows.")
+    problems: list[dict[str, str]] = Field(default_factory=list, description="Mig_report.md §7.1 problem log rows.")
     attested: dict[Literal["code_migration", "npu_load", "inference_smoke", "training_smoke", "full_accuracy"], Evidence] = Field(
         default_factory=dict)
 
@@ -228,6 +229,10 @@ class Project(_Strict):
         return p if p.is_absolute() else (self.base_dir / p)
 
 
+#: Most values a mig.yaml may expand to (aliases followed); the template has a few hundred.
+MAX_PROJECT_NODES = 100_000
+
+
 def _init_hint() -> str:
     """How the reader creates mig.yaml: the shell command, or the tool an MCP caller calls."""
     from acc_agent import frontend
@@ -242,11 +247,16 @@ def _line_map(text: str) -> dict[tuple[str, ...], int]:
     lines: dict[tuple[str, ...], int] = {}
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return lines
+
+    seen: set[int] = set()
 
     def walk(node: Any, path: tuple[str, ...]) -> None:
         lines[path] = node.start_mark.line + 1
+        if id(node) in seen:
+            return  # an alias (*name) of a node already walked: following it again could repeat it exponentially
+        seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
                 lines[(*path, str(key.value))] = key.start_mark.line + 1
@@ -265,8 +275,11 @@ def parse_project(text: str, source: str = "mig.yaml", base_dir: Path | None = N
     """Validate project YAML text; every error names the file, line and field."""
     import yaml
 
+    from acc_agent.io.safe_yaml import load_yaml
+
     try:
-        data = yaml.safe_load(text)
+        # bounded: a project file never needs deep nesting or aliases that expand past what is written
+        data = load_yaml(text, source, max_nodes=MAX_PROJECT_NODES)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
@@ -305,7 +318,13 @@ def load_project(path: Path) -> Project:
         raise AccAgentError("missing_project", f"project file not found: {path}",
                             hint=f"{_init_hint()} in the project folder, or pass the path to mig.yaml.",
                             path=str(path))
+    from acc_agent.io.safe_yaml import MAX_YAML_BYTES
+
     try:
+        if path.stat().st_size > MAX_YAML_BYTES:  # checked before reading: the text is held whole
+            raise AccAgentError("invalid_project", f"{path} is {path.stat().st_size >> 20} MiB, not a hand-written project file",
+                                hint=f"Point at the mig.yaml of the project; {_init_hint()} for a fresh one.",
+                                path=str(path))
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise AccAgentError("invalid_project", f"cannot read {path}: {exc}", hint="Save it as UTF-8 text.",

@@ -47,9 +47,11 @@ class RunSummary(Model):
 
 
 class ParseTrainingLogOutput(ToolOutput):
-    """``verdict``: ``parsed`` or ``no_metrics`` (nothing recognisable; ``reason`` says why). Neither fails."""
+    """``verdict``: ``parsed`` or ``no_metrics`` (nothing recognisable; ``reason`` says why). Neither fails;
+    ``no_metrics`` is inconclusive (CLI exit 3)."""
 
     failing_verdicts: ClassVar[frozenset[str]] = frozenset()
+    inconclusive_verdicts: ClassVar[frozenset[str]] = frozenset({"no_metrics"})
     verdict: Literal["parsed", "no_metrics"]
     log_path: str
     format: str = Field(description="Detected format name, e.g. megatron, hf_trainer_state, mmcv, mindspore.")
@@ -163,18 +165,20 @@ ShortRunVerdict = Literal["pass", "pass_above_band", "below_band", "unstable", "
 
 
 class JudgeShortRunOutput(ToolOutput):
-    """Seed §8.1.1 short-run judgement.
+    """Short-run judgement: the loss falls steadily and its cumulative relative drop over the window lands
+    in the band (30–50 % by default); once passed, the same short run is not repeated.
 
     Verdicts: ``pass`` (drop inside the band), ``pass_above_band`` (dropped more than the band; the
-    actual % is in the summary, allowed by the seed), ``below_band`` (fails: not enough drop, or
+    actual % is in the summary; slightly outside is allowed when the actual figure is written down), ``below_band`` (fails: not enough drop, or
     rising), ``unstable`` (fails: NaN/Inf loss, NaN iterations or exploding gradients), ``stalled``
     (fails: beyond the 500-step threshold with no clear improvement — suspect model/code/data, see
     ``checklist``), ``repeat_of_passed`` (the same short run already passed with this configuration:
     stop, do not repeat; not a numeric failure), ``insufficient_data`` (N/A: too few points or no
-    such metric; not a failure).
+    such metric; not a failure; CLI exit 3).
     """
 
     failing_verdicts: ClassVar[frozenset[str]] = frozenset({"below_band", "unstable", "stalled"})
+    inconclusive_verdicts: ClassVar[frozenset[str]] = frozenset({"insufficient_data"})
     verdict: ShortRunVerdict
     log_path: str
     metric: str
@@ -192,7 +196,8 @@ class JudgeShortRunOutput(ToolOutput):
     band_fit: str | None = Field(default=None, description="When the band does not fit the window: why, and what window would.")
     suggested_end_step: int | None = Field(default=None, description="Step where the trend reaches the band's low end, if it falls.")
     checks: list[Check] = Field(default_factory=list, description="Smoke / floating-point-exception checks on the run.")
-    checklist: list[str] = Field(default_factory=list, description="Seed §8.2 checks when the run stalls beyond the step threshold.")
+    checklist: list[str] = Field(default_factory=list, description="What to check (model, code, data pipeline) when the loss shows no clear "
+                                                                 "improvement beyond the step threshold (500 by default).")
     repeat: RepeatRecord | None = Field(default=None, description="The earlier passed record this run repeats, if any.")
     repeat_check: str = Field(default="", description="What the do-not-repeat check did (recorded, matched, or why not possible).")
     record_file: str | None = None
@@ -279,6 +284,7 @@ class CompareLossCurvesOutput(ToolOutput):
     ``insufficient_data`` (N/A: no common metric or no overlapping steps; not a failure)."""
 
     failing_verdicts: ClassVar[frozenset[str]] = frozenset({"diverged"})
+    inconclusive_verdicts: ClassVar[frozenset[str]] = frozenset({"insufficient_data"})
     verdict: Literal["identical", "match", "diverged", "insufficient_data"]
     baseline_log: str
     target_log: str
@@ -320,6 +326,7 @@ class CompareRunConfigsOutput(ToolOutput):
     common setting could be read)."""
 
     failing_verdicts: ClassVar[frozenset[str]] = frozenset({"mismatch"})
+    inconclusive_verdicts: ClassVar[frozenset[str]] = frozenset({"insufficient_data"})
     verdict: Literal["consistent", "mismatch", "insufficient_data"]
     baseline: str
     target: str

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SOURCE = "Compare §3.1 reference tolerances by target precision (acc-agent numerics/tolerance.py)"
+SOURCE = "reference tolerances by target precision"
 
 PRECISIONS = ("fp16", "bf16", "fp32")
 DEFAULT_PRECISION = "fp16"

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from acc_agent.render.i18n import translate
 
-META_RE = re.compile(r"<!-- acc-agent doc=(?P<doc>\w+) lang=(?P<lang>\w+) -->")
+META_RE = re.compile(r"<!-- acc-agent doc=(?P<doc>\w+) lang=(?P<lang>\w+)(?: \w+=\S+)* -->")  # as deliverables.META_RE
 TEMPLATE_RE = re.compile(r"\{\{|\}\}|\{%|%\}|\{#|#\}")
 # A Python/JS value printed where a number or text belongs: lowercase nan/inf anywhere as a word,
 # or None/NaN/inf/null/undefined standing as a value (a whole cell, or right after ':' or '='). Prose such
@@ -49,6 +50,9 @@ FACTS: dict[str, list[tuple[str, str | None, str] | tuple[str, str | None, str, 
     "accuracy_verdict": [("Compare", "1", "f_accuracy"), ("Summary", None, "f_accuracy")],
     "performance_verdict": [("Compare", "1", "f_performance"), ("Summary", None, "f_performance")],
     "overall_verdict": [("Compare", "1", "f_overall"), ("Summary", None, "f_overall")],
+    "performance_vs_kpi": [("Compare", "1", "f_perf_kpi"), ("Summary", None, "f_perf_kpi")],
+    "performance_vs_baseline": [("Compare", "1", "f_perf_baseline"), ("Summary", None, "f_perf_baseline")],
+    "recorded_environment": [("Compare", "2.2", "f_recorded_env"), ("Summary", None, "f_recorded_env")],
 }
 DATASET_TABLES = [("Mig_Readme", "3.1"), ("Compare", "2.4"), ("Mig_report", "2.1")]
 
@@ -61,8 +65,11 @@ class Problem:
     line: int | None = None
 
     def __str__(self) -> str:
+        from acc_agent.render.deliverables import DOCUMENTS
+
+        name = f"{self.doc}.md" if self.doc in DOCUMENTS else self.doc
         where = f":{self.line}" if self.line else ""
-        return f"{self.doc}{where} [{self.check}] {self.message}"
+        return f"{name}{where} [{self.check}] {self.message}"
 
 
 @dataclass
@@ -184,6 +191,113 @@ def check_markdown(text: str, name: str = "") -> list[Problem]:
     if doc not in REQUIRED_SECTIONS:
         problems.append(Problem(doc, "unknown_document", "no `<!-- acc-agent doc=... lang=... -->` marker"))
     return problems
+
+
+def check_integrity(text: str, name: str) -> list[Problem]:
+    """Tamper evidence from the document alone: the footer's hashes, and placeholders in a complete document.
+
+    The footer records the sha256 of what ``acc-agent report`` wrote outside the kept blocks, whole
+    and per section; a number changed by hand shows as a section whose hash no longer matches, named
+    by its heading's line. Text inside kept blocks is the engineer's and is not covered.
+    """
+    from acc_agent.render.deliverables import read_meta
+    from acc_agent.render.files import edited_sections, placeholders
+
+    problems: list[Problem] = []
+    edited = edited_sections(text)
+    if edited is None:
+        problems.append(Problem(name, "no_footer", "no acc-agent footer (sha256 of the generated text): the document "
+                                "was not written by acc-agent report, or its footer was removed; re-run acc-agent report",
+                                len(text.splitlines()) or None))
+    for line, heading in edited or []:
+        where = f"section {heading.strip()!r}" if heading.strip() else "the text before the first section"
+        problems.append(Problem(name, "hand_edited", f"{where} differs from what acc-agent report wrote (its sha256 "
+                                "in the footer no longer matches): change the inputs and re-run acc-agent report, and "
+                                "write by hand only inside the kept blocks", line))
+    if read_meta(text).get("status") == "complete":
+        for line, block in placeholders(text):
+            problems.append(Problem(name, "placeholder", f"the document is marked complete but its hand-written block "
+                                    f"{block!r} still holds the placeholder text", line))
+    return problems
+
+
+def _plot_links(folder: Path) -> dict[str, str]:
+    """The plot links a re-rendering must print: the PNGs beside the documents."""
+    return {png.stem: f"plots/{png.name}" for png in sorted((folder / "plots").glob("*.png"))}
+
+
+def recompute(folder: Path, config: Path) -> list[Problem]:
+    """Re-compute every document from its inputs and name each line that differs from the file.
+
+    The documents' own generation date, language and project-file path are used (from their
+    marker), kept blocks and the machine-probe block are taken from the files, so what remains to
+    differ is exactly generated text or numbers that no longer follow from mig.yaml and the
+    artefacts — a hand edit, or inputs changed since the documents were written.
+    """
+    from acc_agent.models.project import load_project
+    from acc_agent.render.deliverables import DOCUMENTS, finish, read_meta, render_text
+    from acc_agent.render.files import FOOTER_RE, LIVE_RE
+    from acc_agent.workflow import run_workflow
+
+    texts: dict[str, str] = {}
+    for name in DOCUMENTS:
+        path = folder / f"{name}.md"
+        if path.is_file():
+            texts[name] = path.read_text(encoding="utf-8")
+    if not texts:
+        return []
+    metas = {name: read_meta(text) for name, text in texts.items()}
+    first = next(iter(metas.values()))
+    lang, generated = first.get("lang", "en"), first.get("generated")
+    if lang not in ("en", "zh") or not generated:
+        return [Problem(n, "not_recomputable", "the documents' marker has no generation date (written by an older "
+                        "acc-agent); re-run acc-agent report once to make them re-computable") for n in texts]
+    wf = run_workflow(load_project(config))
+    rendered = render_text(wf, lang, _plot_links(folder), generated=generated, config=first.get("config", "mig.yaml"))
+    # finish() carries each file's kept blocks into the expected text (it reads the files, writes nothing)
+    expected, _status, _left = finish(wf, {n: rendered[n] for n in texts}, folder)
+    problems: list[Problem] = []
+    for prep in expected:
+        name = prep.path.stem
+        actual = FOOTER_RE.sub("", texts[name])
+        lives = {m.group("id"): m.group("body") for m in LIVE_RE.finditer(actual)}
+        want = LIVE_RE.sub(partial(_with_body, lives), prep.text)
+        problems += _line_diff(name, actual, want)
+    return problems
+
+
+def _with_body(bodies: dict[str, str], m: re.Match[str]) -> str:
+    """A machine-probe block with the body the file holds (what that machine saw is not re-computed here)."""
+    return m.group(1) + bodies.get(m.group("id"), m.group("body")) + m.group(4)
+
+
+def _line_diff(name: str, actual: str, want: str, limit: int = 8) -> list[Problem]:
+    """One problem per differing line of ``actual`` (its line number), at most ``limit``."""
+    import difflib
+
+    a, b = actual.rstrip("\n").splitlines(), want.rstrip("\n").splitlines()
+    out: list[Problem] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        for k in range(max(i2 - i1, j2 - j1)):
+            got = a[i1 + k] if i1 + k < i2 else "(nothing)"
+            exp = b[j1 + k] if j1 + k < j2 else "(nothing)"
+            got, exp = _around_difference(got, exp)
+            out.append(Problem(name, "differs_from_inputs", f"the document says “{got}”, the inputs give “{exp}”",
+                               min(i1 + k, len(a) - 1) + 1 if a else 1))
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def _around_difference(got: str, exp: str, width: int = 90) -> tuple[str, str]:
+    """Both lines cut to the stretch where they first differ, so a long table row shows its changed cell."""
+    got, exp = got.strip(), exp.strip()
+    k = next((i for i, (x, y) in enumerate(zip(got, exp, strict=False)) if x != y), min(len(got), len(exp)))
+    start = max(0, k - 30)
+    cut = lambda s: ("…" if start else "") + s[start:start + width] + ("…" if len(s) > start + width else "")  # noqa: E731
+    return cut(got), cut(exp)
 
 
 def user_strings(data: Any) -> list[str]:
@@ -316,6 +430,7 @@ def check_folder(folder: Path, strings: list[str] | None = None) -> tuple[list[P
             continue
         text = path.read_text(encoding="utf-8")
         problems += check_markdown(text, name)
+        problems += check_integrity(text, name)
         if strings:
             problems += check_user_strings(text, name, strings)
         parsed[name] = parse(text, name)

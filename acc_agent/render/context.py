@@ -3,13 +3,23 @@
 Why here and not in the templates: every number must name its source and every missing one must
 say why and how to fill it. Doing that once in Python keeps the four documents (and both
 languages) quoting the very same cell, which is what the consistency check then verifies.
+
+Three rules run through every builder below:
+
+- a verdict or status is printed as a word of the document's language (:func:`i18n.word`), never
+  as the tool's machine value;
+- a tool's own sentence goes through :func:`tooltext.tool_text`, which prints it in the
+  document's language with paths relative to the project folder;
+- an environment fact says whether it was recorded (a file the project gives) or probed on the
+  machine that ran the report, and the two are never put in one table.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import shlex
-from datetime import date
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +28,29 @@ from markupsafe import Markup
 from acc_agent.models.project import Project
 from acc_agent.render.curve_cells import curve_cells
 from acc_agent.render.env import code, fmt_num, md_escape
-from acc_agent.render.i18n import translate
+from acc_agent.render.i18n import translate, word
+from acc_agent.render.tooltext import tool_text
 from acc_agent.workflow import SkillResult, WorkflowResult
 
 
-class Ctx:
-    """Cell builders bound to one language."""
+def generation_date() -> str:
+    """The date a report is generated: ``SOURCE_DATE_EPOCH`` when set (reproducible builds), else today (UTC).
 
-    def __init__(self, lang: str) -> None:
+    Why not mig.yaml's ``project.date``: that is the project's own date, and a report re-rendered a
+    month later must not claim to be a month older than it is.
+    """
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch.isdigit():
+        return datetime.fromtimestamp(int(epoch), tz=timezone.utc).date().isoformat()
+    return date.today().isoformat()
+
+
+class Ctx:
+    """Cell builders bound to one language and one project folder."""
+
+    def __init__(self, lang: str, base_dir: Path | None = None) -> None:
         self.lang = lang
+        self.base = str(base_dir) if base_dir is not None else None
 
     def t(self, key: str) -> str:
         return translate(key, self.lang)
@@ -39,8 +63,7 @@ class Ctx:
 
     def gap(self, result: SkillResult) -> Markup:
         reason = result.reason or f"{result.tool}: {result.status}"
-        if result.why_key:
-            reason = self.t(result.why_key).format(**result.why_args)
+        reason = self.t(result.why_key).format(**result.why_args) if result.why_key else self.tt(reason)
         return self.na(reason, result.command)
 
     def val(self, text: Any, source: str = "") -> Markup:
@@ -51,6 +74,18 @@ class Ctx:
 
     def word(self, key: str) -> Markup:
         return Markup(md_escape(self.t(key)))
+
+    def vw(self, kind: str, value: Any) -> Markup:
+        """A verdict or status word (see i18n.WORDS)."""
+        return Markup(md_escape(word(kind, str(value), self.lang)))
+
+    def tt(self, text: Any) -> str:
+        """A tool's sentence in this document's language, paths relative to the project."""
+        return tool_text(str(text), self.lang, self.base)
+
+    def tool(self, text: Any, source: str = "") -> Markup:
+        """A tool's sentence as a cell, with its source."""
+        return self.val(self.tt(text), source)
 
 
 def dig(data: Any, *keys: str | int) -> Any:
@@ -92,7 +127,7 @@ def _metric_rows(output: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def _array_summary(path: Path, key: str) -> str | None:
+def _array_summary(c: Ctx, path: Path, key: str) -> str | None:
     """shape/dtype/mean/max of one array of a golden file, read without unpickling."""
     import numpy as np
 
@@ -107,9 +142,10 @@ def _array_summary(path: Path, key: str) -> str | None:
     bad = int((~np.isfinite(a64)).sum())
     finite = a64[np.isfinite(a64)]
     if finite.size == 0:
-        return f"{list(arr.shape)} {arr.dtype}, all {bad} values NaN/Inf"
-    text = f"{list(arr.shape)} {arr.dtype}, mean {fmt_num(float(finite.mean()))}, max {fmt_num(float(finite.max()))}"
-    return text + (f", {bad} NaN/Inf" if bad else "")
+        return c.t("arr_all_bad").format(shape=list(arr.shape), dtype=arr.dtype, bad=bad)
+    text = c.t("arr_summary").format(shape=list(arr.shape), dtype=arr.dtype, mean=fmt_num(float(finite.mean())),
+                                     max=fmt_num(float(finite.max())))
+    return text + (c.t("arr_bad").format(bad=bad) if bad else "")
 
 
 def _npz_keys(path: Path | None) -> list[str]:
@@ -125,7 +161,12 @@ def _npz_keys(path: Path | None) -> list[str]:
 
 
 def build_baseline(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
-    """Baseline source per seed 002: select_baseline's answer, else the same rule applied to mig.yaml."""
+    """Where the baseline comes from: select_baseline's answer, else the same rule applied to mig.yaml.
+
+    The rule: a complete project training log is quoted (no rerun); otherwise the user measures the
+    GPU baseline with the Mig_Readme §2.6 commands; with no GPU either, there is no comparison (N/A
+    with the reason) rather than a misleading one.
+    """
     p = wf.project
     r = wf.get("baseline")
     a = p.artefacts
@@ -135,7 +176,7 @@ def build_baseline(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         base = f"{p.base_dir}/"
         if log.startswith(base):
             log = log[len(base):]
-        reason = str(r.output.get("reason") or r.output.get("summary") or "")
+        reason = c.tt(r.output.get("reason") or r.output.get("summary") or "")
         origin = r.command
     else:
         log_path = p.resolve(a.baseline_log)
@@ -149,16 +190,17 @@ def build_baseline(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         else:
             source, log = "na", ""
             reason = c.t("b_na")
-        reason += " (" + c.t("b_not_run").format(why=r.reason) + ")"
+        why = c.t(r.why_key).format(**r.why_args) if r.why_key else c.tt(r.reason)
+        reason += " (" + c.t("b_not_run").format(why=why) + ")"
         origin = "mig.yaml"
     if source not in ("project_log", "gpu_measured", "cpu_log", "na"):
         source = "na"
     rows26 = _interface_rows(c, p, r)
     return {
         "code": source,
-        "label": Markup(f"{code(source)} {md_escape(c.t('src_' + source))}"),
-        "log": code(log) if log else c.na(c.t("na_no_baseline_log") if source != "project_log" else "log path not given"),
-        "reason": c.val(reason, origin if origin != "mig.yaml" else "mig.yaml"),
+        "label": c.vw("baseline", source),
+        "log": code(log) if log else c.na(c.t("na_no_baseline_log") if source != "project_log" else c.t("na_log_path")),
+        "reason": c.val(reason, origin),
         "quoted": source in ("project_log", "cpu_log"),
         "rows26": rows26,
     }
@@ -173,18 +215,18 @@ def _interface_rows(c: Ctx, p: Project, r: SkillResult) -> list[list[Any]]:
         na = c.na(c.t("na_no_baseline_entry"))
         return [
             [c.word("sc_gpu_infer"), "GPU", code(e.baseline_inference) if e.baseline_inference else na,
-             f"CUDA_VISIBLE_DEVICES=0, --device cuda, batch {batch}, weights {weights}", c.word("p_inference_acceptance"),
+             c.t("sc_params_infer").format(batch=batch, weights=weights), c.word("p_inference_acceptance"),
              c.word("sc_note_infer")],
             [c.word("sc_gpu_train"), "GPU", code(e.baseline_train) if e.baseline_train else na,
-             f"CUDA_VISIBLE_DEVICES=0, --device cuda, batch {batch}", c.word("p_short_run"), c.word("sc_note_train")],
+             c.t("sc_params_train").format(batch=batch), c.word("p_short_run"), c.word("sc_note_train")],
             [c.word("sc_cpu"), "CPU", c.word("sc_cpu_entry"), "batch 1", c.word("p_smoke"), c.word("sc_note_cpu")],
         ]
     rows = []
     for row in (r.output or {}).get("commands") or [] if r.ok else []:
         if isinstance(row, dict):
-            rows.append([c.val(str(row.get("scenario", ""))), c.val(str(row.get("device", ""))),
+            rows.append([c.val(c.tt(row.get("scenario", ""))), c.val(str(row.get("device", ""))),
                          code(str(row.get("command", ""))), c.val(str(row.get("key_parameters", ""))),
-                         c.val(str(row.get("aligns_with", ""))), c.val(str(row.get("notes", "")))])
+                         c.val(c.tt(row.get("aligns_with", ""))), c.val(c.tt(row.get("notes", "")))])
     if rows:
         return rows
     why = c.na(c.t("na_no_baseline_cmd"),
@@ -204,13 +246,16 @@ def build_datasets(c: Ctx, p: Project) -> list[list[Markup]]:
 def build_thresholds(c: Ctx, p: Project) -> dict[str, Markup]:
     t = p.thresholds
     rtol, atol, tol_src = p.tolerance()
+    tol_src = c.t("tol_reference").format(precision=p.model.target_precision.upper()) \
+        if tol_src.startswith("reference for") else tol_src
     return {
         "band": c.val(f"{t.short_run_band[0] * 100:g} %–{t.short_run_band[1] * 100:g} %", "mig.yaml thresholds.short_run_band"),
-        "window": c.val(t.short_run_window or "whole log", "mig.yaml thresholds.short_run_window"),
+        "window": c.val(t.short_run_window or c.t("whole_log"), "mig.yaml thresholds.short_run_window"),
         "flat": c.val(str(t.flat_steps_limit), "mig.yaml thresholds.flat_steps_limit"),
         "metric": c.val(t.loss_metric, "mig.yaml thresholds.loss_metric"),
         "rtol": c.val(fmt_num(rtol), tol_src),
         "atol": c.val(fmt_num(atol), tol_src),
+        "tolerance": c.val(f"rtol {fmt_num(rtol)}, atol {fmt_num(atol)}", tol_src),
         "precision": c.val(p.model.target_precision, "mig.yaml model.target_precision"),
         "latency_kpi": c.val(f"{fmt_num(t.latency_p50_ms)} ms", "mig.yaml thresholds.latency_p50_ms")
         if t.latency_p50_ms is not None else c.na(c.t("na_no_latency_kpi")),
@@ -233,11 +278,12 @@ def build_training(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         last = _last_point(dig(r.output, "series", metric))
         finals[side] = last
         out[side] = (c.val(last[1], f"{rel}, step {last[0]}") if last
-                     else c.na(f"no '{metric}' series in {rel}", r.command))
+                     else c.na(c.t("na_no_series").format(metric=metric, log=rel), r.command))
     b, tg = finals["baseline_log"], finals["target_log"]
     if b and tg:
         diff = tg[1] - b[1]
-        out["diff"] = c.val(f"{fmt_num(diff)} ({fmt_num(diff / b[1] * 100 if b[1] else float('nan'), 3)} %)")
+        rel_pct = f" ({fmt_num(diff / b[1] * 100, 3)} %)" if b[1] else ""
+        out["diff"] = c.val(f"{fmt_num(diff)}{rel_pct}", c.t("src_final_difference"))
     else:
         out["diff"] = c.na(c.t("na_both_logs"))
     first = _finite(dig(wf.get("target_log").output, "series", metric, 0, "value")) if wf.get("target_log").ok else None
@@ -249,16 +295,32 @@ def build_training(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         src = f"{p.artefacts.target_log}, steps {ws}–{we}; {sr.command}"
         out["short_run"] = (c.val(f"{drop * 100:.1f} %", src) if drop is not None else c.na(c.t("na_drop"), sr.command))
         out["short_run_verdict"] = str(sr.output.get("verdict"))
-        out["short_run_summary"] = c.val(str(sr.output.get("summary", "")))
+        # slightly above the band is allowed (with the actual percentage written down): a pass
+        out["short_run_met"] = out["short_run_verdict"] in ("pass", "pass_above_band")
+        out["short_run_word"] = c.vw("short_run", sr.output.get("verdict"))
     else:
         out["short_run"] = c.gap(sr)
         out["short_run_verdict"] = None
-        out["short_run_summary"] = c.gap(sr)
+        out["short_run_met"] = False
+        out["short_run_word"] = c.gap(sr)
     lc = wf.get("loss_curves")
     out["curves_verdict"] = str(lc.output.get("verdict")) if lc.ok and lc.output else None
     out["curves"] = c.gap(lc)
     out.update(curve_cells(c, lc.output if lc.ok else None, lc.command))
     return out
+
+
+def _tensors_summary(c: Ctx, output: dict[str, Any]) -> str:
+    """compare_tensors' result in one sentence, from its fields (the tool's summary is the English form)."""
+    rows = _metric_rows(output)
+    tol = output.get("tolerance") or {}
+    n_pass = sum(1 for r in rows if r.get("verdict") == "pass")
+    text = c.t("gt_summary").format(n=n_pass, total=len(rows), rtol=f"{tol.get('rtol', 0):g}",
+                                    atol=f"{tol.get('atol', 0):g}", precision=str(tol.get("precision", "")).upper())
+    bad = [r for r in rows if r.get("verdict") != "pass"]
+    if bad:
+        text += f"; {bad[0].get('name')}: {c.tt(bad[0].get('message', ''))}"
+    return text
 
 
 def build_golden(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
@@ -273,8 +335,8 @@ def build_golden(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     rows = []
     keys = _npz_keys(gpath) or list(errs)
     for key in keys:
-        gsum = _array_summary(gpath, key) if gpath else None
-        tsum = _array_summary(tpath, key) if tpath and tpath.is_file() else None
+        gsum = _array_summary(c, gpath, key) if gpath else None
+        tsum = _array_summary(c, tpath, key) if tpath and tpath.is_file() else None
         erow = errs.get(key)
         mae = _finite(dig(erow, "max_abs_err")) if erow else None
         missing = c.gap(r) if not r.ok else c.na(c.t("na_not_computed"))
@@ -287,8 +349,8 @@ def build_golden(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
             c.val(mae) if mae is not None else missing,
             c.val(f"{within * 100:.1f} %") if within is not None else missing,
             c.val(f"{top1 * 100:.0f} %") if top1 is not None else (
-                c.na(str(dig(erow, "na_reasons", "top1_agreement") or c.t("na_not_computed"))) if erow else missing),
-            c.val(str(erow.get("verdict") or erow.get("status") or "")) if erow else missing,
+                c.na(c.tt(dig(erow, "na_reasons", "top1_agreement") or c.t("na_not_computed"))) if erow else missing),
+            c.vw("tensor", erow.get("verdict") or erow.get("status") or "") if erow else missing,
         ])
     verdict = str(r.output.get("verdict")) if r.ok and r.output else None
     nan_free = None
@@ -301,15 +363,21 @@ def build_golden(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
                                                                  ("lbl_npu", p.artefacts.target_outputs),
                                                                  ("lbl_max_abs", r.command if r.ok else "")) if src))
     return {"rows": rows, "verdict": verdict, "nan_free": nan_free, "sources": sources,
-            "summary": c.val(str(r.output.get("summary", "")), r.command) if r.ok and r.output else c.gap(r)}
+            "summary": c.val(_tensors_summary(c, r.output), r.command) if r.ok and r.output else c.gap(r)}
+
+
+def _rel_l2(row: dict[str, Any]) -> float | None:
+    """‖target − golden‖₂ / ‖golden‖₂ of a row: EucDist over the golden norm (both computed by compare_dumps)."""
+    euc, norm = _finite(row.get("euc_dist")), _finite(row.get("golden_norm"))
+    return euc / norm if euc is not None and norm else None
 
 
 def build_dumps(c: Ctx, wf: WorkflowResult, limit: int = 40) -> dict[str, Any]:
     r = wf.get("dumps")
     if not (r.ok and r.output is not None):
         return {"ok": False, "gap": c.gap(r), "rows": [], "verdict": None, "first": c.gap(r), "category": c.gap(r),
-                "first_name": None, "first_reason": Markup(""), "explanation": Markup(""), "next_actions": [],
-                "total": 0, "shown": 0, "summary": c.gap(r)}
+                "category_code": None, "first_name": None, "first_reason": Markup(""), "explanation": Markup(""),
+                "next_actions": [], "total": 0, "shown": 0, "summary": c.gap(r)}
     out = r.output
     all_rows = out.get("rows") or []
     fd = out.get("first_divergence")
@@ -322,15 +390,16 @@ def build_dumps(c: Ctx, wf: WorkflowResult, limit: int = 40) -> dict[str, Any]:
     picked = unique[start:start + limit]
     rows = []
     for row in picked:
-        cells = [code(row.get("name", ""))]
-        for key in ("cosine", "max_abs_err", "max_rel_err", "one_thousandth_ratio"):
-            v = _finite(row.get(key))
-            reason = dig(row, "na_reasons", key) or "not computable"
+        cells: list[Any] = [code(row.get("name", ""))]
+        for key in ("cosine", "rel_l2", "max_abs_err", "max_rel_err", "one_thousandth_ratio"):
+            v = _rel_l2(row) if key == "rel_l2" else _finite(row.get(key))
+            reason = dig(row, "na_reasons", key) or c.t("na_not_computable")
             shown = f"{v:.6f}" if key == "cosine" and v is not None else v
-            cells.append(c.val(shown) if v is not None else c.na(str(reason)))
-        cells.append(c.val(str(row.get("status", ""))))
+            cells.append(c.val(shown) if v is not None else c.na(c.tt(reason)))
+        cells.append(c.vw("row", row.get("status", "")))
         rows.append(cells)
     cat = dig(out, "diagnosis", "category")
+    fd_l2 = _finite(dig(fd, "output_metrics", "rel_l2_err")) if isinstance(fd, dict) else None
     return {
         "ok": True, "rows": rows, "verdict": str(out.get("verdict")),
         "total": max(len(all_rows), int(out.get("rows_total") or 0)), "shown": len(rows),
@@ -338,28 +407,37 @@ def build_dumps(c: Ctx, wf: WorkflowResult, limit: int = 40) -> dict[str, Any]:
         "csv_command": code(f"{r.command} --csv compare_dumps.csv"),
         "first": c.val(str(fd.get("name")), r.command) if isinstance(fd, dict) and fd.get("name")
         else c.val(c.t("v_none_found"), r.command),
+        "first_l2": c.val(fd_l2) if fd_l2 is not None else None,
         "first_name": fd.get("name") if isinstance(fd, dict) else None,
-        "first_reason": c.val(str(fd.get("reason") or "")) if isinstance(fd, dict) else Markup(""),
-        "category": code(str(cat)) if cat else c.na(c.t("na_no_diagnosis")),
-        "explanation": c.val(str(dig(out, "diagnosis", "explanation") or "")),
-        "next_actions": [c.val(str(a)) for a in (dig(out, "diagnosis", "next_actions") or [])],
-        "summary": c.val(str(out.get("summary", "")), r.command),
+        "first_reason": c.val(c.tt(fd.get("reason") or "")) if isinstance(fd, dict) else Markup(""),
+        "category": c.vw("category", cat) if cat else c.na(c.t("na_no_diagnosis")),
+        "category_code": str(cat) if cat else None,
+        "explanation": c.val(c.tt(dig(out, "diagnosis", "explanation") or "")),
+        "next_actions": [c.val(c.tt(a)) for a in (dig(out, "diagnosis", "next_actions") or [])],
+        "summary": c.val(c.tt(out.get("summary", "")), r.command),
     }
 
 
-def build_found_problems(c: Ctx, wf: WorkflowResult) -> list[list[Markup]]:
+def build_found_problems(c: Ctx, wf: WorkflowResult, generated: str, env: dict[str, Any]) -> list[list[Markup]]:
     """Problem-log rows for what the tools found (failing verdicts), beside the ones logged by hand.
 
     A report whose comparison found an operator fault must not say "no problems": the fault, the
     command that found it, its cause and the first next action are the log entry, marked as found
-    by the tool (what was tried stays for the engineer to fill in)."""
+    by the tool (what was tried stays for the engineer to fill in). The environment counts only when
+    the recorded target environment fails, never the machine that happened to run the report.
+    """
     from acc_agent.registry import get_tool
 
     rows: list[list[Markup]] = []
-    day = wf.project.project.date or date.today().isoformat()
     for slot in ("environment", "golden", "dumps", "short_run", "loss_curves", "performance"):
         r = wf.results.get(slot)
         if r is None or not r.ok or r.output is None:
+            continue
+        if slot == "environment":
+            if env.get("recorded_failing"):
+                rows.append([c.val(generated), c.val(c.t("pf_environment")), code(r.command),
+                             c.val(", ".join(env["recorded_failing"])), c.val(c.t("pf_found_by_tool")),
+                             c.val(c.t("pf_see_section")), c.val("—")])
             continue
         try:
             failing = get_tool(r.tool).output_model.failing_verdicts
@@ -371,11 +449,18 @@ def build_found_problems(c: Ctx, wf: WorkflowResult) -> list[list[Markup]]:
         fd = r.output.get("first_divergence") if slot == "dumps" else None
         diag = r.output.get("diagnosis") if slot == "dumps" else None
         actions = (dig(r.output, "diagnosis", "next_actions") or r.output.get("next_actions") or [])
-        error = str(fd.get("name")) if isinstance(fd, dict) and fd.get("name") else str(r.output.get("summary", ""))
-        cause = (f"{dig(diag, 'category')}: {dig(diag, 'explanation')}" if isinstance(diag, dict)
-                 else c.t("pf_see_section"))
-        rows.append([c.val(day), c.val(c.t(f"pf_{slot}")), code(r.command), c.val(error),
-                     c.val(c.t("pf_found_by_tool")), c.val(cause), c.val(str(actions[0]) if actions else "—")])
+        if isinstance(fd, dict) and fd.get("name"):
+            error = str(fd.get("name"))
+        elif slot == "golden":
+            error = _tensors_summary(c, r.output)
+        elif slot == "performance":
+            error = _perf_compare_sentence(c, r.output)
+        else:
+            error = c.tt(r.output.get("summary", ""))
+        cause = (f"{word('category', str(dig(diag, 'category')), c.lang)}: {c.tt(dig(diag, 'explanation'))}"
+                 if isinstance(diag, dict) else c.t("pf_see_section"))
+        rows.append([c.val(generated), c.val(c.t(f"pf_{slot}")), code(r.command), c.val(error),
+                     c.val(c.t("pf_found_by_tool")), c.val(cause), c.val(c.tt(actions[0]) if actions else "—")])
     return rows
 
 
@@ -386,24 +471,34 @@ def build_localisation(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     if rp.ok and rp.output is not None:
         o = rp.output
         enters = str(o.get("fault_enters") or "not_reproducible")
-        diffs = [f"{d.get('argument')}: golden {d.get('golden')}, target {d.get('target')}"
+        diffs = [c.t("loc_diff").format(arg=d.get("argument"), golden=_shown(d.get("golden")), target=_shown(d.get("target")))
                  for d in o.get("differing_inputs") or []]
         out["replay"] = {
             "op": code(str(o.get("op", ""))), "enters": c.val(c.t(f"enters_{enters}"), rp.source),
-            "reason": c.val(str(o.get("reason", ""))), "diffs": [c.val(x) for x in diffs],
+            "reason": c.val(c.tt(o.get("reason", ""))), "diffs": [c.val(x) for x in diffs],
             "bundle": code(str(o["bundle"])) if o.get("bundle") else None,
         }
     if bs.ok and bs.output is not None:
         o = bs.output
         keep = o.get("keep_high_precision") or []
+        err_low = _finite(o.get("error_all_low"))
+        err_keep = _finite(o.get("error_with_keep_set"))
         out["bisect"] = {
             "keep": c.val(", ".join(str(k) for k in keep) if keep else "—", bs.source),
-            "err_low": c.val(fmt_num(o.get("error_all_low"))),
-            "err_keep": c.val(fmt_num(o.get("error_with_keep_set"))) if o.get("error_with_keep_set") is not None
-            else c.na("not evaluated"),
-            "summary": c.val(str(o.get("summary", ""))),
+            "err_low": c.val(fmt_num(err_low)) if err_low is not None else c.na(c.t("na_not_evaluated")),
+            "err_keep": c.val(fmt_num(err_keep)) if err_keep is not None else c.na(c.t("na_not_evaluated")),
+            "summary": c.val(c.tt(o.get("summary", ""))),
         }
     return out
+
+
+def _shown(value: Any) -> str:
+    """A recorded value as text: never a Python repr such as None."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return fmt_num(value)
+    return str(value)
 
 
 def _perf_index(r: SkillResult) -> dict[int, dict[str, Any]]:
@@ -425,6 +520,39 @@ def _ratio_rows(comp: SkillResult) -> dict[int, dict[str, Any]]:
             if isinstance(row, dict) and isinstance(row.get("batch_size"), int)}
 
 
+def _perf_compare_sentence(c: Ctx, output: dict[str, Any]) -> str:
+    """compare_performance's verdict against the baseline in words, from its rows (worst ratio first)."""
+    verdict = word("performance", str(output.get("verdict")), c.lang)
+    rows = [r for r in output.get("rows") or [] if isinstance(r, dict) and _finite(r.get("ratio")) is not None]
+    if not rows:
+        return f"{verdict} — {c.tt(_strip_verdict(str(output.get('summary', ''))))}"
+    worst = max(rows, key=lambda r: float(r["ratio"]))
+    ci = (f" [{fmt_num(worst['ci_low'], 4)}, {fmt_num(worst['ci_high'], 4)}]"
+          if _finite(worst.get("ci_low")) is not None and _finite(worst.get("ci_high")) is not None else "")
+    return verdict + " — " + c.t("perf_vs_baseline").format(
+        statistic=output.get("statistic", "p50"), ratio=fmt_num(worst["ratio"], 4), ci=ci, bs=worst["batch_size"],
+        allowed=f"{float(output.get('target_ratio', 1.0)):g}")
+
+
+def _strip_verdict(summary: str) -> str:
+    """A tool summary without its leading ``verdict:`` word (the report prints the verdict as a word)."""
+    head, sep, rest = summary.partition(": ")
+    return rest if sep and head.replace("_", "").isalpha() and head == head.lower() and " " not in head else summary
+
+
+def _env_pair(gpu: dict[str, Any], npu: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Keys recorded with both timing results: the equal ones and the differing ones (key: baseline vs target)."""
+    same, differ = [], []
+    for key in sorted(set(gpu) & set(npu)):
+        if gpu[key] in (None, "") and npu[key] in (None, ""):
+            continue
+        if gpu[key] == npu[key]:
+            same.append(key)
+        else:
+            differ.append(f"{key}: {_shown(gpu[key])} / {_shown(npu[key])}")
+    return same, differ
+
+
 def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     p = wf.project
     perf = p.performance
@@ -435,6 +563,7 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     kpi = p.thresholds.latency_p50_ms
     met_flags: list[bool] = []
     batches = sorted(set(npu) | set(gpu)) or perf.batch_sizes
+    kpi_batch = min(batches) if batches else None
     for bs in batches:
         for metric, key, unit in (("p50", "p50_ms", "ms"), ("p95", "p95_ms", "ms"), ("throughput", "throughput", "samples/s")):
             gv, nv = _finite(dig(gpu.get(bs), key)), _finite(dig(npu.get(bs), key))
@@ -451,33 +580,33 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
             else:
                 ratio = c.val(f"{fmt_num(nv / gv, 3)}×") if gv and nv is not None else c.na(c.t("na_both_sides"))
             target = met = c.na(c.t("na_no_kpi"))
-            if metric == "p50" and kpi is not None and bs == min(batches):
+            if metric == "p50" and kpi is not None and bs == kpi_batch:
                 target = c.val(f"≤ {fmt_num(kpi)} ms")
                 if nv is not None:
                     met_flags.append(nv <= kpi)
                     met = c.word("yes") if nv <= kpi else c.word("no")
                 else:
                     met = c.na(c.t("na_npu_not_measured"))
-            rows.append([c.val(f"{metric} (batch {bs})"), cpu_cell, gcell, ncell, c.na(c.t("na_no_cpu")), ratio, target, met])
-    if met_flags:
-        verdict: str | None = "met" if all(met_flags) else "not_met"
-    elif comp.ok and comp.output is not None and kpi is None:
-        cv = comp.output.get("verdict")
-        verdict = "met" if cv in ("met", "pass") else "not_met" if cv in ("not_met", "fail") else None
-    else:
-        verdict = None
+            label = c.t("perf_row").format(metric=c.t("m_" + metric), bs=bs)
+            rows.append([c.val(label), cpu_cell, gcell, ncell, c.na(c.t("na_no_cpu")), ratio, target, met])
+    kpi_verdict: str | None = ("met" if all(met_flags) else "not_met") if met_flags else None
+    base_verdict: str | None = None
+    if comp.ok and comp.output is not None:
+        base_verdict = str(comp.output.get("verdict"))
+    # The acceptance verdict: the KPI when acceptance has one, else the comparison with the baseline.
+    verdict = kpi_verdict if kpi is not None else base_verdict if base_verdict in ("met", "not_met") else None
     settings = npu_r.output["results"][0] if npu_r.ok and npu_r.output and npu_r.output.get("results") else {}
     ms = (npu_r.output or {}).get("settings") or {} if npu_r.ok else {}  # measure_performance's MeasurementSettings
     inference = p.entry.inference or "<inference command>"
     template = (f"acc-agent measure-performance --command {shlex.quote(inference)} "
                 f"--batch-sizes {','.join(str(b) for b in perf.batch_sizes)} --warmup {perf.warmup} "
                 f"--iterations {perf.iterations} --scope {perf.scope} --out perf/npu_target.json")
-    missing = []
+    missing: list[str] = []
     not_exec = dig(npu_r.output, "not_executed") if npu_r.ok else None
     reason = c.val(perf.reason or "—", "mig.yaml performance.reason")
-    if isinstance(not_exec, dict):  # measure_performance itself declined (seed 002 §7.0) and said why
-        reason = c.val(str(not_exec.get("reason", "")), p.artefacts.target_perf)
-        missing += [str(m) for m in not_exec.get("missing_conditions") or []]
+    if isinstance(not_exec, dict):  # measure_performance itself declined (it was not triggered) and said why
+        reason = c.val(c.tt(not_exec.get("reason", "")), p.artefacts.target_perf)
+        missing += [c.tt(m) for m in not_exec.get("missing_conditions") or []]
         template = str(not_exec.get("command_template") or template)
     if not perf.triggered:
         missing.append(c.t("miss_not_triggered"))
@@ -485,7 +614,7 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         missing.append(c.t("miss_target_perf"))
     if not p.artefacts.baseline_perf:
         missing.append(c.t("miss_baseline_perf"))
-    causes = [str(x) for x in (comp.output or {}).get("likely_causes") or []] if comp.ok else []
+    causes = [c.tt(x) for x in (comp.output or {}).get("likely_causes") or []] if comp.ok else []
     if perf.bottleneck:
         bottleneck = c.val(perf.bottleneck, "mig.yaml performance.bottleneck")
     elif causes:
@@ -493,6 +622,24 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     else:
         bottleneck = c.na(c.t("na_no_bottleneck"), comp.command if not comp.ok else "")
     tsrc = p.artefacts.target_perf if settings else ""
+    kpi_cell = (c.val(c.t("perf_vs_kpi").format(word=word("performance", kpi_verdict, c.lang),
+                                                kpi=fmt_num(kpi), bs=kpi_batch), "mig.yaml thresholds.latency_p50_ms")
+                if kpi_verdict is not None and kpi is not None
+                else c.na(c.t("na_no_latency_kpi") if kpi is None else c.t("na_npu_not_measured")))
+    base_cell = (c.val(_perf_compare_sentence(c, comp.output), comp.command) if comp.ok and comp.output
+                 else c.gap(comp))
+    # What the two timing results say about the machines they ran on: only what they recorded.
+    g_env = (gpu_r.output or {}).get("environment") if gpu_r.ok else None
+    n_env = (npu_r.output or {}).get("environment") if npu_r.ok else None
+    if isinstance(g_env, dict) and isinstance(n_env, dict) and (g_env or n_env):
+        same, differ = _env_pair(g_env, n_env)
+        sides = c.val(c.t("perf_env_recorded").format(same=", ".join(same) or "—", differ="; ".join(differ) or "—"),
+                      f"{p.artefacts.baseline_perf}, {p.artefacts.target_perf}")
+    else:
+        sides = c.na(c.t("na_perf_env"))
+    mismatches = [c.tt(m) for m in (comp.output or {}).get("mismatches") or []] if comp.ok else []
+    settings_check = (c.val(c.t("perf_settings_same") if not mismatches else c.t("perf_settings_differ")
+                            .format(n=len(mismatches)), comp.command) if comp.ok else c.gap(comp))
     return {
         "cpu_note": c.na(c.t("na_cpu_not_requested")),
         "executed": perf.triggered and bool(npu),
@@ -502,23 +649,27 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         "template": code(template),
         "rows": rows,
         "verdict": verdict,
+        "kpi_verdict": kpi_verdict,
+        "baseline_verdict": base_verdict,
+        "kpi_cell": kpi_cell,
+        "baseline_cell": base_cell,
+        "sides": sides,
+        "settings_check": settings_check,
         "scope": c.val(str(settings.get("scope") or perf.scope), tsrc or "mig.yaml performance.scope"),
         "warmup": c.val(str(settings.get("warmup", perf.warmup)), tsrc or "mig.yaml performance.warmup"),
         "iterations": c.val(str(settings.get("iterations", perf.iterations)), tsrc or "mig.yaml performance.iterations"),
         "batches": c.val(", ".join(str(b) for b in batches)),
-        "concurrency": c.val(str(ms.get("concurrency") or perf.concurrency)),
-        "scope_description": c.val(str(ms["scope_description"])) if ms.get("scope_description") else Markup(""),
-        "warmup_reason": c.val(str(ms.get("warmup_reason") or c.t("warmup_reason"))),
-        "iterations_reason": c.val(str(ms["iterations_reason"])) if ms.get("iterations_reason") else Markup(""),
-        "sync": c.val(str(ms["synchronisation"])) if ms.get("synchronisation") else c.na(c.t("na_not_recorded")),
-        "throughput_def": c.val(str(ms.get("throughput_definition") or settings.get("throughput_unit")
-                                    or "samples/s = batch_size / mean latency")),
+        "concurrency": c.val(c.tt(ms.get("concurrency") or perf.concurrency)),
+        "scope_description": c.val(c.tt(ms["scope_description"])) if ms.get("scope_description") else Markup(""),
+        "warmup_reason": c.val(c.tt(ms["warmup_reason"])) if ms.get("warmup_reason") else c.word("warmup_reason"),
+        "iterations_reason": c.val(c.tt(ms["iterations_reason"])) if ms.get("iterations_reason") else Markup(""),
+        "sync": c.val(c.tt(ms["synchronisation"])) if ms.get("synchronisation") else c.na(c.t("na_not_recorded")),
+        "throughput_def": c.val(c.tt(ms.get("throughput_definition") or settings.get("throughput_unit")
+                                     or "samples/s = batch_size / mean latency")),
         "reproducibility": c.val(perf.reproducibility) if perf.reproducibility else c.na(c.t("na_no_repro")),
         "stages": [[c.val(s.get("stage", "")), c.val(s.get("time_ms", "")), c.val(s.get("source", ""))] for s in perf.stages],
         "bottleneck": bottleneck,
-        "mismatches": [c.val(str(m)) for m in (comp.output or {}).get("mismatches") or []] if comp.ok else [],
-        "compare": c.val(f"[{comp.output.get('verdict')}] {comp.output.get('summary', '')}", comp.command)
-        if comp.ok and comp.output else c.gap(comp),
+        "mismatches": [c.val(m) for m in mismatches],
         "sources": [x for x in (p.artefacts.baseline_perf, p.artefacts.target_perf) if x],
         "table_sources": Markup(", ".join(f"{md_escape(c.t(label))} {code(src)}" for label, src in (
             ("lbl_gpu_baseline", p.artefacts.baseline_perf), ("lbl_npu", p.artefacts.target_perf),
@@ -527,26 +678,100 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     }
 
 
+#: Check sources that name this machine's state, not a file the project recorded.
+_VERSION_SOURCES = {"torch": "src_packages", "torch_npu": "src_packages", "mindspore": "src_packages"}
+
+
+def _recorded_files(p: Project) -> set[str]:
+    """The project's recorded environment files, as absolute and as given (the tool quotes them absolute)."""
+    out: set[str] = set()
+    for rel in (p.artefacts.npu_smi, p.artefacts.nvidia_smi):
+        if rel:
+            out.add(rel)
+            resolved = p.resolve(rel)
+            if resolved is not None:
+                out.add(str(resolved))
+    return out
+
+
 def build_environment(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
+    """The recorded target environment, and apart from it what was probed on the machine running the report.
+
+    A saved check_environment result (``artefacts.results.environment``, written with
+    ``--snapshot-out`` on the target) is all recorded. A check run by the report itself reads the
+    recorded files mig.yaml names (``npu-smi info`` output) and, for everything else, the machine the
+    report runs on: those rows go to their own table, labelled, so a reviewer never reads the
+    report machine's missing driver as the target's.
+    """
+    p = wf.project
     r = wf.get("environment")
+    empty: dict[str, Any] = {"ok": False, "gap": c.gap(r), "recorded": [], "recorded_summary": c.gap(r),
+                             "recorded_failing": [], "live": [], "live_verdict": c.gap(r), "versions": [], "saved": False}
     if not (r.ok and r.output is not None):
-        return {"verdict": c.gap(r), "checks": [], "versions": [], "code": None}
-    checks = []
-    base = f"{wf.project.base_dir}/"
-    for ch in r.output.get("checks") or []:
-        if isinstance(ch, dict):
-            why = str(ch.get("reason") or ch.get("detail") or "")
-            if ch.get("fix"):
-                why += f" — fix: {ch['fix']}"
-            checks.append([code(str(ch.get("name", ""))), c.val(str(ch.get("status", ""))),
-                           c.val(str(ch["value"])) if ch.get("value") not in (None, "") else c.na(c.t("na_not_found")),
-                           c.val(why or "—"), code(str(ch["source"]).replace(base, "")) if ch.get("source") else c.val("—")])
+        return empty
+    out = r.output
+    saved = r.status == "saved"
+    files = _recorded_files(p)
+    base = f"{p.base_dir}/"
+    recorded: list[list[Any]] = []
+    live: list[list[Any]] = []
+    failing: list[str] = []
+    for ch in out.get("checks") or []:
+        if not isinstance(ch, dict):
+            continue
+        src = str(ch.get("source") or "")
+        why = c.tt(ch.get("reason") or ch.get("detail") or "")
+        fix = _fix_cell(c, ch.get("fix"))
+        value = c.val(c.tt(ch["value"])) if ch.get("value") not in (None, "") else c.na(c.t("na_not_found"))
+        is_recorded = saved or src in files
+        if is_recorded:
+            where = c.val(c.t("src_saved_snapshot").format(file=r.source.replace("saved result ", "")) if saved
+                          else c.t("src_recorded").format(file=src.replace(base, "")))
+        else:  # the live table's heading says where: the machine that ran the report
+            where = code(c.tt(src)) if src else c.val("—")
+        reason = Markup(c.val(why or "—") + (Markup(f" — {md_escape(c.t('fix'))}: ") + fix if fix else ""))
+        row = [code(str(ch.get("name", ""))), c.vw("check", ch.get("status", "")), value, reason, where]
+        (recorded if is_recorded else live).append(row)
+        if is_recorded and ch.get("status") == "fail" and ch.get("critical", True):
+            failing.append(str(ch.get("name", "")))
     versions = []
     for group in ("versions", "system"):
-        for key, value in sorted((r.output.get(group) or {}).items()):
-            versions.append([c.val(key), c.val(str(value)) if value not in (None, "") else c.na(c.t("na_not_found"))])
-    return {"verdict": c.val(f"{r.output.get('verdict')} — {r.output.get('summary', '')}", r.command),
-            "checks": checks, "versions": versions, "code": r.output.get("verdict")}
+        for key, value in sorted((out.get(group) or {}).items()):
+            origin = (c.t("src_saved_snapshot").format(file=r.source.replace("saved result ", "")) if saved
+                      else c.t(_VERSION_SOURCES.get(key, "src_live_system" if group == "system" else "src_live_files")))
+            versions.append([code(key), c.val(str(value)) if value not in (None, "") else c.na(c.t("na_not_found")),
+                             c.val(origin)])
+    if recorded:
+        n_ok = sum(1 for ch in out.get("checks") or [] if isinstance(ch, dict) and ch.get("status") == "ok"
+                   and (saved or str(ch.get("source") or "") in files))
+        summary = c.t("env_recorded_summary").format(ok=n_ok, n=len(recorded))
+        if failing:
+            summary += "; " + c.t("env_recorded_failing").format(names=", ".join(failing))
+        recorded_summary = c.val(summary, ", ".join(sorted({f.replace(base, "") for f in files if not f.startswith("/")}))
+                                 or r.source)
+        if saved:
+            recorded_summary = c.val(word("environment", str(out.get("verdict")), c.lang) + " — " + c.tt(_strip_verdict(
+                str(out.get("summary", "")))), r.source.replace("saved result ", ""))
+    else:
+        recorded_summary = c.na(c.t("na_no_recorded_env"))
+    live_verdict = c.val(f"{word('environment', str(out.get('verdict')), c.lang)} — "
+                         f"{c.tt(_strip_verdict(str(out.get('summary', ''))))}", r.command)
+    return {"ok": True, "gap": Markup(""), "recorded": recorded, "recorded_summary": recorded_summary,
+            "recorded_failing": failing, "live": [] if saved else live, "live_verdict": live_verdict,
+            "versions": versions, "saved": saved}
+
+
+_COMMAND_START = ("./", "pip ", "export ", "source ", "acc-agent ", "npu-smi ", "python", "bash ", "sudo ")
+
+
+def _fix_cell(c: Ctx, fix: Any) -> Markup | None:
+    """A check's fix: a command is printed as code (run as it is), a sentence in the document's language."""
+    if not fix:
+        return None
+    text = str(fix)
+    if text.startswith(_COMMAND_START) and "`" not in text and ", " not in text:
+        return code(text)
+    return c.val(c.tt(text))
 
 
 def _box(c: Ctx, key: str, ticked: bool, evidence: Markup) -> dict[str, Any]:
@@ -575,22 +800,27 @@ def build_verification(c: Ctx, wf: WorkflowResult, tr: dict[str, Any], golden: d
         ev = c.val(c.t("v_golden_nan_free"), wf.get("golden").command)
     boxes.append(_box(c, "inference_smoke", ev is not None, ev or c.na(c.t("na_needs_golden"), wf.get("golden").command)))
     g_ok = golden["verdict"] == "pass"
-    boxes.append(_box(c, "golden", g_ok, c.val(f"compare_tensors verdict: {golden['verdict']}", wf.get("golden").command)
+    boxes.append(_box(c, "golden", g_ok, c.val(c.t("ev_golden").format(word=word("tensor", golden["verdict"], c.lang)),
+                                               wf.get("golden").command)
                       if golden["verdict"] else c.gap(wf.get("golden"))))
     ev = attested("training_smoke")
     if ev is None and tr.get("finite_first_loss") is not None:
-        ev = c.val(c.t("v_first_loss"), f"{p.artefacts.target_log}, first step")
+        ev = c.val(c.t("v_first_loss"), f"{p.artefacts.target_log}, {c.t('first_step')}")
     boxes.append(_box(c, "training_smoke", ev is not None, ev or c.na(c.t("na_target_not_parsed"), wf.get("target_log").command)))
     srv = tr.get("short_run_verdict")
-    boxes.append(_box(c, "short_run", srv == "pass", c.val(f"judge_short_run verdict: {srv}", wf.get("short_run").command)
+    boxes.append(_box(c, "short_run", bool(tr.get("short_run_met")), c.val(c.t("ev_short_run").format(word=word("short_run", srv, c.lang)),
+                                                           wf.get("short_run").command)
                       if srv else c.gap(wf.get("short_run"))))
     cv = tr.get("curves_verdict")
-    boxes.append(_box(c, "formal_training", cv in ("pass", "match", "identical"), c.val(f"compare_loss_curves: {tr.get('curves_verdict_words')}", wf.get("loss_curves").command)
+    boxes.append(_box(c, "formal_training", cv in ("pass", "match", "identical"),
+                      c.val(c.t("ev_curves").format(word=word("curves", cv, c.lang)), wf.get("loss_curves").command)
                       if cv else c.gap(wf.get("loss_curves"))))
     ev = attested("full_accuracy")
     boxes.append(_box(c, "full_accuracy", ev is not None, ev or c.na(c.t("na_no_full_acc"))))
     pv = perf["verdict"]
-    boxes.append(_box(c, "performance", pv == "met", c.val(f"performance: {pv}", ", ".join(perf["sources"]))
+    basis = "ev_perf_kpi" if p.thresholds.latency_p50_ms is not None else "ev_perf_baseline"
+    boxes.append(_box(c, "performance", pv == "met", c.val(c.t(basis).format(word=word("performance", pv, c.lang)),
+                                                           ", ".join(perf["sources"]))
                       if pv else c.na(c.t("na_perf_no_result" if perf["triggered"] else "na_perf_not_triggered"))))
     return boxes
 
@@ -604,13 +834,18 @@ def overall(accuracy: str | None, performance: str | None) -> str:
     return "pass_with_conditions" if verdicts else "na"
 
 
-def build_context(wf: WorkflowResult, lang: str, plots: dict[str, str] | None = None) -> dict[str, Any]:
-    c = Ctx(lang)
+def build_context(wf: WorkflowResult, lang: str, plots: dict[str, str] | None = None,
+                  generated: str | None = None, config: str = "mig.yaml") -> dict[str, Any]:
+    """Everything the templates print. ``generated`` is the report's date (default: :func:`generation_date`),
+    ``config`` the project file as seen from the documents' folder (recorded so ``report --check`` finds it)."""
     p = wf.project
+    c = Ctx(lang, p.base_dir.resolve() if p.base_dir else None)
+    generated = generated or generation_date()
     tr = build_training(c, wf)
     golden = build_golden(c, wf)
     dumps = build_dumps(c, wf)
     perf = build_performance(c, wf)
+    env = build_environment(c, wf)
     accuracy: str | None = None
     if golden["verdict"] == "pass" and dumps["verdict"] in (None, "pass"):
         accuracy = "met"
@@ -619,11 +854,15 @@ def build_context(wf: WorkflowResult, lang: str, plots: dict[str, str] | None = 
     ov = overall(accuracy, perf["verdict"])
     status = {"pass": "st_adapted", "fail": "st_failed", "pass_with_conditions": "st_conditional", "na": "st_in_progress"}[ov]
     gaps = [{"slot": r.slot, "tool": r.tool,
-             "reason": c.val(c.t(r.why_key).format(**r.why_args) if r.why_key else r.reason), "command": code(r.command)}
+             "reason": c.val(c.t(r.why_key).format(**r.why_args) if r.why_key else c.tt(r.reason)), "command": code(r.command)}
             for r in wf.results.values() if not r.ok and r.status != "not_applicable"]
+    project_date = (c.val(p.project.date, "mig.yaml project.date") if p.project.date
+                    else c.na(c.t("na_no_project_date")))
     return {
         "p": p,
-        "today": p.project.date or date.today().isoformat(),
+        "generated": generated,
+        "config": config,
+        "project_date": project_date,
         "baseline": build_baseline(c, wf),
         "datasets": build_datasets(c, p),
         # Summary names the datasets from the same rows Compare §2.4 lists (a row without a name shows its path)
@@ -634,7 +873,7 @@ def build_context(wf: WorkflowResult, lang: str, plots: dict[str, str] | None = 
         "dumps": dumps,
         "loc": build_localisation(c, wf),
         "perf": perf,
-        "env": build_environment(c, wf),
+        "env": env,
         "boxes": build_verification(c, wf, tr, golden, dumps, perf),
         "accuracy": accuracy,
         "performance": perf["verdict"],
@@ -648,11 +887,11 @@ def build_context(wf: WorkflowResult, lang: str, plots: dict[str, str] | None = 
         "changes": [[c.val(r.get("area", "")), c.val(r.get("change", ""))] for r in p.changes],
         "risks": [[c.val(r.get("risk", "")), c.val(r.get("level", "")), c.val(r.get("mitigation", ""))] for r in p.risks],
         "problems": [[c.val(r.get(k, "")) for k in ("date", "problem", "command", "error", "tried", "root_cause", "fix")]
-                     for r in p.problems] + build_found_problems(c, wf),
+                     for r in p.problems] + build_found_problems(c, wf, generated, env),
         "cell": c,
         "vc": {
-            "accuracy": c.word(accuracy) if accuracy else c.na(c.t("na_no_acc_verdict")),
-            "performance": c.word(perf["verdict"]) if perf["verdict"] else c.na(c.t("na_no_perf_verdict")),
-            "overall": c.word(ov) if ov != "na" else c.na(c.t("na_nothing")),
+            "accuracy": c.vw("accuracy", accuracy) if accuracy else c.na(c.t("na_no_acc_verdict")),
+            "performance": c.vw("performance", perf["verdict"]) if perf["verdict"] else c.na(c.t("na_no_perf_verdict")),
+            "overall": c.vw("overall", ov) if ov != "na" else c.na(c.t("na_nothing")),
         },
     }

@@ -13,6 +13,7 @@ from markupsafe import Markup
 
 from acc_agent.numerics.loss_profiles import metric_label
 from acc_agent.render.env import md_escape
+from acc_agent.render.i18n import word
 
 
 def _pct(value: Any) -> str:
@@ -26,14 +27,14 @@ def curve_cells(c: Any, output: dict[str, Any] | None, command: str) -> dict[str
         return {"curve_criteria": [], "curve_notes": []}
     verdict = str(output.get("verdict", ""))
     title = str(output.get("profile_title") or "")
-    words = c.t(f"lc_{verdict}") if verdict in ("identical", "match", "diverged", "insufficient_data") else verdict
-    head = f"{words} ({c.t('lc_standard')}: {title})" if title else words
+    words = word("curves", verdict, c.lang)
+    head = f"{words} ({c.t('lc_standard')}: {c.tt(title)})" if title else words
     rows = []
     for crit in output.get("criteria") or []:
         label = f"{metric_label(str(crit.get('metric', '')))} {c.t('st_' + str(crit.get('statistic')))}"
         value = crit.get("value")
         if value is None:
-            cell = c.na(str(crit.get("note") or c.t("na")))
+            cell = c.na(c.tt(crit.get("note") or c.t("na")))
         else:
             text = _pct(value)
             if crit.get("absolute_value") is not None:
@@ -47,6 +48,6 @@ def curve_cells(c: Any, output: dict[str, Any] | None, command: str) -> dict[str
         status = crit.get("status")
         met = c.word("yes") if status == "pass" else (c.word("no") if status == "fail" else c.na(c.t("na")))
         rows.append([Markup(md_escape(label)), cell, Markup(md_escape(limit)), met])
-    notes = [Markup(md_escape(str(w))) for w in output.get("warnings") or []]
-    return {"curves": c.val(f"{head} — {output.get('summary', '')}", command), "curves_verdict_words": words,
+    notes = [Markup(md_escape(c.tt(w))) for w in output.get("warnings") or []]
+    return {"curves": c.val(f"{head} — {c.tt(output.get('summary', ''))}", command), "curves_verdict_words": words,
             "curve_criteria": rows, "curve_notes": notes}

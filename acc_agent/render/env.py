@@ -18,6 +18,7 @@ from markupsafe import Markup
 
 import acc_agent
 from acc_agent.errors import AccAgentError
+from acc_agent.render.files import placeholder
 from acc_agent.render.i18n import LANGS, translate
 from acc_agent.text_safety import markdown_cell, terminal_text
 
@@ -94,10 +95,16 @@ def table(headers: list[Any], rows: list[list[Any]]) -> Markup:
 
 
 def keep(block_id: str, default: str) -> Markup:
-    """A human-owned block: its body survives re-rendering byte for byte (render/files.py)."""
+    """A human-owned block: its body survives re-rendering byte for byte (render/files.py).
+
+    Until someone writes it, the body is ``default`` after the placeholder marker: a document that
+    still holds one is never reported complete, and ``report --check`` names it.
+    """
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", block_id):
         raise ValueError(f"bad keep-block id {block_id!r}")
-    return Markup(f"<!-- acc-agent:keep {block_id} -->\n{md_escape(default)}\n<!-- acc-agent:end {block_id} -->")
+    text = md_escape(default)
+    return Markup(f"<!-- acc-agent:keep {block_id} -->\n{placeholder(text)}\n{text}\n"
+                  f"<!-- acc-agent:end {block_id} -->")
 
 
 def plot(path: str | None, alt: str) -> Markup:

@@ -48,6 +48,11 @@ STRINGS: dict[str, dict[str, str]] = {
     "f_accuracy": {"en": "Accuracy met?", "zh": "精度是否达标"},
     "f_performance": {"en": "Performance met?", "zh": "性能是否达标"},
     "f_overall": {"en": "Overall", "zh": "总体结论"},
+    "f_perf_kpi": {"en": "Performance against the KPI", "zh": "性能对照 KPI"},
+    "f_perf_baseline": {"en": "Performance against the baseline", "zh": "性能对照基线"},
+    "f_recorded_env": {"en": "Recorded target environment", "zh": "记录的目标环境"},
+    "f_project_date": {"en": "Project date (mig.yaml)", "zh": "项目日期（mig.yaml）"},
+    "f_generated": {"en": "Report generated", "zh": "报告生成日期"},
     "f_hardware": {"en": "Hardware", "zh": "硬件"},
     "f_framework": {"en": "Framework", "zh": "框架"},
     "f_batch": {"en": "Batch", "zh": "batch"},
@@ -137,7 +142,7 @@ STRINGS: dict[str, dict[str, str]] = {
     "na_no_diagnosis": {"en": 'no diagnosis in the result', "zh": '结果中无诊断'},
     "na_not_found": {"en": 'not found', "zh": '未找到'},
     "v_attested": {"en": 'attested', "zh": '已声明'},
-    "na_no_code_evidence": {"en": 'no evidence: set attested.code_migration with a ref', "zh": '无证据：在 attested.code_migration 中给出 ref'},
+    "na_no_code_evidence": {"en": 'no evidence: set attested.code_migration with a ref', "zh": '无证据：请填写 attested.code_migration 及其 attested.code_migration.ref'},
     "v_target_dump": {"en": 'target dump holds a complete forward', "zh": '目标侧 dump 包含完整前向'},
     "na_no_target_dump": {"en": 'no target dump and no attested.npu_load', "zh": '无目标侧 dump，也无 attested.npu_load'},
     "v_golden_nan_free": {"en": 'golden outputs compared, no NaN/Inf on the NPU side', "zh": 'golden 输出已对比，NPU 侧无 NaN/Inf'},
@@ -180,6 +185,13 @@ STRINGS: dict[str, dict[str, str]] = {
                         "zh": "算子本身（内核有误：输入相同，输出不同）"},
     "enters_inputs": {"en": "its inputs or arguments", "zh": "其输入或参数"},
     "enters_not_reproducible": {"en": "not decided", "zh": "无法判定"},
+    "r_saved_no_tool": {"en": "saved result {file} cannot be validated: tool {tool} is not installed",
+                        "zh": "无法校验保存的结果 {file}：未安装 {tool} 工具"},
+    "r_saved_unreadable": {"en": "saved result {file} unreadable: {message}", "zh": "无法读取保存的结果 {file}：{message}"},
+    "r_saved_invalid": {"en": "saved result {file} is not a {tool} result ({message})",
+                        "zh": "保存的结果 {file} 不是 {tool} 的结果（{message}）"},
+    "r_file_unreadable": {"en": "{file} unreadable: {message}", "zh": "无法读取 {file}：{message}"},
+    "r_no_results": {"en": "{file} has no results[] list", "zh": "{file} 中没有 results[] 列表"},
     "r_path_missing": {"en": "artefacts.{key} points to {value}, which does not exist", "zh": "artefacts.{key} 指向的 {value} 不存在"},
     "r_tool_refused": {"en": "{tool} refused its input: {message}", "zh": "{tool} 拒绝了输入：{message}"},
     "r_tool_failed": {"en": "{tool} failed: {message}", "zh": "{tool} 运行失败：{message}"},
@@ -190,12 +202,162 @@ STRINGS: dict[str, dict[str, str]] = {
                          "zh": "不适用：仅推理项目（mig.yaml model.mode: inference）"},
     "warmup_reason": {"en": "caches, compilation and initialisation settle first", "zh": "先让缓存、编译与初始化稳定"},
     "na_not_recorded": {"en": "not recorded in the timing result", "zh": "计时结果中未记录"},
+    # cells composed from tool fields
+    "arr_summary": {"en": "{shape} {dtype}, mean {mean}, max {max}", "zh": "{shape} {dtype}，均值 {mean}，最大值 {max}"},
+    "arr_all_bad": {"en": "{shape} {dtype}, all {bad} values NaN/Inf", "zh": "{shape} {dtype}，{bad} 个值全为 NaN/Inf"},
+    "arr_bad": {"en": ", {bad} NaN/Inf", "zh": "，{bad} 个 NaN/Inf"},
+    "sc_params_infer": {"en": "CUDA_VISIBLE_DEVICES=0, --device cuda, batch {batch}, weights {weights}",
+                        "zh": "CUDA_VISIBLE_DEVICES=0，--device cuda，batch {batch}，权重 {weights}"},
+    "sc_params_train": {"en": "CUDA_VISIBLE_DEVICES=0, --device cuda, batch {batch}",
+                        "zh": "CUDA_VISIBLE_DEVICES=0，--device cuda，batch {batch}"},
+    "tol_reference": {"en": "reference tolerances for {precision}", "zh": "{precision} 参考容差"},
+    "whole_log": {"en": "whole log", "zh": "整份日志"},
+    "na_no_series": {"en": "no '{metric}' series in {log}", "zh": "{log} 中没有 '{metric}' 序列"},
+    "src_final_difference": {"en": "target final value minus baseline final value", "zh": "目标侧末值减基线末值"},
+    "gt_summary": {"en": "{n}/{total} outputs within rtol={rtol}, atol={atol} ({precision} tolerances)",
+                   "zh": "{total} 个输出中 {n} 个在容差内（rtol={rtol}，atol={atol}，{precision} 容差）"},
+    "na_not_computable": {"en": "not computable", "zh": "无法计算"},
+    "na_not_evaluated": {"en": "not evaluated", "zh": "未评估"},
+    "loc_diff": {"en": "{arg}: golden {golden}, target {target}", "zh": "{arg}：golden 侧 {golden}，目标侧 {target}"},
+    "perf_row": {"en": "{metric} (batch {bs})", "zh": "{metric}（batch {bs}）"},
+    "m_p50": {"en": "p50", "zh": "p50"},
+    "m_p95": {"en": "p95", "zh": "p95"},
+    "m_throughput": {"en": "throughput", "zh": "吞吐"},
+    "perf_vs_kpi": {"en": "{word}: NPU p50 against the KPI p50 ≤ {kpi} ms at batch {bs}",
+                    "zh": "{word}：NPU p50 对照 KPI（batch {bs} 时 p50 ≤ {kpi} ms）"},
+    "perf_vs_baseline": {"en": "{statistic} latency ratio target/baseline up to {ratio}{ci} at batch {bs} (allowed ≤ {allowed})",
+                         "zh": "目标/基线 {statistic} 时延比最高 {ratio}{ci}（batch {bs}，允许 ≤ {allowed}）"},
+    "perf_env_recorded": {"en": "recorded with both timing results — equal: {same}; differing (baseline / target): {differ}",
+                          "zh": "两份计时结果均记录 — 相同：{same}；不同（基线 / 目标）：{differ}"},
+    "na_perf_env": {"en": "the timing results record no machine, driver, CANN or code version, so this report cannot "
+                          "say whether they match",
+                    "zh": "计时结果未记录机器、驱动、CANN 或代码版本，本报告无法判断两侧是否一致"},
+    "perf_settings_same": {"en": "compare_performance found no difference in warmup, iterations, scope, statistics, "
+                                 "synchronisation or throughput definition",
+                           "zh": "compare_performance 未发现预热、采样次数、测量范围、统计量、同步方式或吞吐定义上的差异"},
+    "perf_settings_differ": {"en": "compare_performance found {n} difference(s) in the measurement settings, listed below",
+                             "zh": "compare_performance 发现 {n} 处测量设置差异，见下文"},
+    "fix": {"en": "fix", "zh": "修复"},
+    "src_saved_snapshot": {"en": "recorded snapshot {file}", "zh": "记录的快照 {file}"},
+    "src_recorded": {"en": "recorded: {file}", "zh": "记录文件：{file}"},
+    "src_live": {"en": "probed on the machine that ran acc-agent report", "zh": "在运行 acc-agent report 的机器上探测"},
+    "src_packages": {"en": "installed packages of the Python that ran acc-agent report",
+                     "zh": "运行 acc-agent report 的 Python 已安装的包"},
+    "src_live_system": {"en": "system facts of the machine that ran acc-agent report",
+                        "zh": "运行 acc-agent report 的机器的系统信息"},
+    "src_live_files": {"en": "version files on the machine that ran acc-agent report",
+                       "zh": "运行 acc-agent report 的机器上的版本文件"},
+    "env_recorded_summary": {"en": "{ok} of {n} recorded checks ok", "zh": "记录的 {n} 项检查中 {ok} 项正常"},
+    "env_recorded_failing": {"en": "failing: {names}", "zh": "失败：{names}"},
+    "na_no_recorded_env": {"en": "no recorded target environment: save the output of npu-smi info on the target as artefacts.npu_smi, "
+                                 "or the JSON of acc-agent check-environment --snapshot-out as artefacts.results.environment",
+                           "zh": "无目标环境记录：在目标机上保存 npu-smi info 的输出并设为 artefacts.npu_smi，或把 "
+                                 "acc-agent check-environment --snapshot-out 的 JSON 设为 artefacts.results.environment"},
+    "ev_golden": {"en": "golden check: {word}", "zh": "golden 检查：{word}"},
+    "ev_short_run": {"en": "short run: {word}", "zh": "训练短测：{word}"},
+    "ev_curves": {"en": "loss curves: {word}", "zh": "loss 曲线：{word}"},
+    "ev_perf_kpi": {"en": "performance against the KPI: {word}", "zh": "性能对照 KPI：{word}"},
+    "ev_perf_baseline": {"en": "performance against the baseline: {word}", "zh": "性能对照基线：{word}"},
+    "first_step": {"en": "first step", "zh": "首步"},
+    "na_no_project_date": {"en": "project.date not set in mig.yaml", "zh": "mig.yaml 未设置 project.date"},
     # statuses for Summary
     "st_adapted": {"en": "adapted", "zh": "已适配"},
     "st_conditional": {"en": "conditional", "zh": "有条件适配"},
     "st_failed": {"en": "failed", "zh": "失败"},
     "st_in_progress": {"en": "in progress", "zh": "进行中"},
 }
+
+
+#: Every verdict or status word a report prints, by the kind of result it belongs to. Reports never print a
+#: tool's machine value (``not_met``, ``manual_stop``); they print these words, so a reader never meets an enum.
+WORDS: dict[str, dict[str, dict[str, str]]] = {
+    "tensor": {
+        "pass": {"en": "pass", "zh": "通过"},
+        "fail": {"en": "fail", "zh": "不通过"},
+        "error": {"en": "not comparable", "zh": "无法比较"},
+        "inconclusive": {"en": "inconclusive", "zh": "无定论"},
+    },
+    "row": {
+        "pass": {"en": "pass", "zh": "通过"},
+        "warning": {"en": "warning", "zh": "警告"},
+        "error": {"en": "error", "zh": "错误"},
+        "unmatched": {"en": "unmatched", "zh": "未配对"},
+        "skipped": {"en": "skipped", "zh": "跳过"},
+    },
+    "check": {
+        "ok": {"en": "ok", "zh": "正常"},
+        "warn": {"en": "warning", "zh": "警告"},
+        "fail": {"en": "fail", "zh": "失败"},
+        "unknown": {"en": "unknown", "zh": "未知"},
+        "skipped": {"en": "skipped", "zh": "跳过"},
+    },
+    "environment": {
+        "auto": {"en": "tests can run directly", "zh": "可直接运行测试"},
+        "manual_stop": {"en": "manual stop: blocking problems", "zh": "需人工处理：存在阻断问题"},
+        "unknown": {"en": "undetermined", "zh": "无法判定"},
+    },
+    "performance": {
+        "met": {"en": "met", "zh": "达标"},
+        "not_met": {"en": "not met", "zh": "未达标"},
+        "inconclusive": {"en": "inconclusive (the confidence interval straddles the target)",
+                         "zh": "无定论（置信区间跨越目标值）"},
+        "not_comparable": {"en": "not comparable", "zh": "不可比"},
+    },
+    "short_run": {
+        "pass": {"en": "pass (inside the band)", "zh": "通过（在区间内）"},
+        "pass_above_band": {"en": "pass (above the band)", "zh": "通过（高于区间）"},
+        "below_band": {"en": "below the band", "zh": "低于区间"},
+        "unstable": {"en": "unstable", "zh": "不稳定"},
+        "stalled": {"en": "stalled", "zh": "停滞"},
+        "repeat_of_passed": {"en": "repeat of a passed short run", "zh": "重复了已通过的短测"},
+        "insufficient_data": {"en": "not enough data", "zh": "数据不足"},
+    },
+    "curves": {
+        "identical": {"en": "identical (bit-equal curves)", "zh": "完全一致（曲线逐位相同）"},
+        "match": {"en": "curves agree", "zh": "曲线一致"},
+        "diverged": {"en": "curves diverge", "zh": "曲线偏离"},
+        "insufficient_data": {"en": "not enough data to compare", "zh": "数据不足，无法比较"},
+    },
+    "category": {
+        "input_mismatch": {"en": "input mismatch", "zh": "输入不一致"},
+        "precision_accumulation": {"en": "precision accumulation", "zh": "精度累积"},
+        "layer_mismatch": {"en": "layer mismatch (pairing or layout)", "zh": "层不匹配（配对或布局）"},
+        "operator_fault": {"en": "operator fault", "zh": "算子问题"},
+        "no_layer_fault": {"en": "no layer at fault", "zh": "无层级问题"},
+    },
+    "baseline": {
+        "project_log": {"en": "project training log", "zh": "项目训练日志"},
+        "gpu_measured": {"en": "GPU measured (Mig_Readme §2.6)", "zh": "GPU 实测 (Mig_Readme §2.6)"},
+        "cpu_log": {"en": "CPU log", "zh": "CPU 日志"},
+        "na": {"en": "N/A", "zh": "N/A"},
+    },
+    "overall": {
+        "pass": {"en": "pass", "zh": "通过"},
+        "fail": {"en": "fail", "zh": "不通过"},
+        "pass_with_conditions": {"en": "pass with conditions", "zh": "有条件通过"},
+    },
+    "accuracy": {
+        "met": {"en": "met", "zh": "达标"},
+        "not_met": {"en": "not met", "zh": "未达标"},
+    },
+    "status": {
+        "complete": {"en": "complete", "zh": "完整"},
+        "with_gaps": {"en": "with gaps", "zh": "有缺项"},
+        "check_failed": {"en": "check failed", "zh": "检查未通过"},
+    },
+}
+
+
+def word(kind: str, value: str, lang: str) -> str:
+    """The reader's word for a tool's verdict or status ``value`` of ``kind``.
+
+    An unknown value still never leaks as an identifier: underscores become spaces. A test holds the
+    table complete for every documented verdict, so this fallback only covers future values.
+    """
+    if lang not in LANGS:
+        raise ValueError(f"unsupported language {lang!r}")
+    entry = WORDS.get(kind, {}).get(value)
+    return entry[lang] if entry else value.replace("_", " ")
 
 
 def translate(key: str, lang: str) -> str:

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from acc_agent.render.files import save_figure
+
 
 @dataclass(frozen=True)
 class CurvePanel:
@@ -49,7 +51,6 @@ def plot_curves(panels: Sequence[CurvePanel], path: Path, baseline_label: str, t
         dev.set_xlabel("step")
         dev.legend(fontsize=8)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
     plt.close(fig)
     return path

@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from acc_agent.render.files import save_figure
 from acc_agent.workflow import WorkflowResult
 
 
@@ -58,7 +59,7 @@ def plot_layers(rows: list[dict[str, Any]], first_divergence: str | None, path: 
     ax2.set_xticklabels([p[1].replace("Functional.", "").replace(".forward", "") for p in pts], rotation=75, fontsize=6)
     fig.suptitle("Per-layer comparison along the network")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
     plt.close(fig)
     return True
 
@@ -91,7 +92,7 @@ def plot_latency(latencies: dict[str, dict[int, list[float]]], path: Path) -> bo
         ax.legend(fontsize=7)
     fig.suptitle("Latency distributions (warmup excluded)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
     plt.close(fig)
     return True
 

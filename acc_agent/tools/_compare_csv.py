@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from acc_agent.atomic import atomic_write
 from acc_agent.errors import AccAgentError
 from acc_agent.frontend import option
 from acc_agent.models.compare import DumpRow, TensorMetrics
@@ -46,15 +47,24 @@ EXTRA = [
     ("MaxULPErr", "max_ulp_err"),
     ("ULPGt1Ratio", "ulp_gt1_ratio"),
 ]
-HEADER = (
-    ["NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape"]
+#: msprobe 26.2's real-data compare columns, in its order and with its meaning (NPU = target, Bench = golden).
+MSPROBE_TENSOR_HEADER = (
+    ["NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
+     "NPU Requires_grad", "Bench Requires_grad"]
     + [c for c, _ in SIX]
-    + ["Result", "Err_message"]
-    + ["Rank", "Index", "Pair Method", "Cosine Exact"]
-    + [c for c, _ in EXTRA]
-    + ["NPU NaN", "NPU Inf", "Bench NaN", "Bench Inf"]
-    + [f"Bench-run {c}" for c, _ in SIX]
+    + ["NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max", "Bench min", "Bench mean", "Bench l2norm",
+       "Requires_grad Consistent", "Result", "Err_message", "NPU_Stack_Info", "Data_name"]
 )
+#: acc-agent's columns after msprobe's, named as the JSON fields are: ``target``/``golden`` for the two sides, and
+#: ``bench.*`` for the optional third run (the baseline hardware at the target's precision) against the golden —
+#: never msprobe's "Bench", which means the golden in its own columns above.
+EXTRA_TENSOR_HEADER = (
+    ["rank", "index", "pair_method", "cosine_exact"]
+    + [f for _, f in EXTRA]
+    + ["target_nan", "target_inf", "golden_nan", "golden_inf"]
+    + [f"bench.{f}" for _, f in SIX]
+)
+HEADER = MSPROBE_TENSOR_HEADER + EXTRA_TENSOR_HEADER
 
 _TOKENS = ("unsupported", "shape unmatched", "N/A", "Nan")
 
@@ -89,14 +99,15 @@ def write_csv(rows: list[DumpRow], path: str | Path, scalar_rows: Sequence[Any] 
 
         with gc_paused():  # ~10M short-lived strings and lists, no cycles
             return _guarded(path, lambda fh: write_statistics_csv(fh, rows, scalar_rows or (), dumps or {}))
-    return _guarded(path, lambda fh: _write_tensor_rows(fh, rows))
+    return _guarded(path, lambda fh: _write_tensor_rows(fh, rows, dumps or {}))
 
 
 def _guarded(path: str | Path, write: Any) -> Path:
+    """Write the CSV through ``write(fh)`` atomically: a kill mid-table leaves the previous CSV whole."""
     out = Path(path)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("w", newline="", encoding="utf-8") as fh:
+        with atomic_write(out, "w", newline="", encoding="utf-8") as fh:
             write(fh)
     except OSError as exc:
         raise AccAgentError("cannot_write", f"cannot write CSV {out}: {exc}",
@@ -104,24 +115,83 @@ def _guarded(path: str | Path, write: Any) -> Path:
     return out
 
 
-def _write_tensor_rows(fh: Any, rows: list[DumpRow]) -> None:
+class _DataNames:
+    """msprobe's Data_name cell: the [target, golden] file names, as a Python list literal like msprobe prints.
+
+    The merge step keeps only each dump's header (its dump.json path and kind), so the file of a row is
+    found the way msprobe names it — ``dump_tensor_data/<row name>.<ext>`` — with the extension looked up
+    once per dump on disk."""
+
+    def __init__(self, dumps: Mapping[str, tuple[Any, Any]]) -> None:
+        self._dumps = dumps
+        self._ext: dict[tuple[str, int], str | None] = {}
+
+    def _folder(self, dump: Any) -> Path | None:
+        source = Path(getattr(dump, "source", "") or "")
+        if getattr(dump, "kind", "") == "msprobe":
+            return source.parent / "dump_tensor_data"
+        return source if source.is_dir() else None
+
+    def _file(self, rank: str, side: int, name: str) -> str:
+        pair = self._dumps.get(rank)
+        folder = self._folder(pair[side]) if pair is not None else None
+        if folder is None:
+            return "N/A"
+        key = (rank, side)
+        if key not in self._ext:
+            self._ext[key] = next((e for e in (".pt", ".npy") if (folder / f"{name}{e}").is_file()), None)
+        ext = self._ext[key]
+        return f"{name}{ext}" if ext else "N/A"
+
+    def cell(self, r: DumpRow) -> str:
+        rank = r.rank or ""
+        return repr([self._file(rank, 1, r.name), self._file(rank, 0, r.golden_name or r.name)])
+
+
+def _write_tensor_rows(fh: Any, rows: list[DumpRow], dumps: Mapping[str, tuple[Any, Any]]) -> None:
     w = csv.writer(fh)
     w.writerow(HEADER)
     cell = spreadsheet_cell  # names, dtypes and messages come from the dumps: no cell may run as a formula
+    prefixes = {rank: _dtype_prefix(pair) for rank, pair in dumps.items()}
+    stacks = _Stacks(dumps)
+    data_names = _DataNames(dumps)
+    last_api: tuple[str, str] = ("", "")
     for r in rows:
         bench = r.bench
+        rank = r.rank or ""
+        t_pre, g_pre = prefixes.get(rank, ("", ""))
+        ts, gs = r.target_stats or {}, r.golden_stats or {}
+        if not _same_api(r.name, rank, last_api):
+            last_api = (rank, _api_key(r.name))
+            stack = stacks.cell(rank, last_api[1])
+        else:
+            stack = "N/A"  # msprobe prints an API's stack on its first row only
         w.writerow(
-            [cell(r.name), cell(r.golden_name or r.name), cell(r.target_dtype or "N/A"), cell(r.golden_dtype or "N/A"),
+            [cell(r.name), cell(r.golden_name or r.name),
+             cell(f"{t_pre}{r.target_dtype}" if r.target_dtype else "N/A"),
+             cell(f"{g_pre}{r.golden_dtype}" if r.golden_dtype else "N/A"),
              str(r.target_shape) if r.target_shape is not None else "N/A",
-             str(r.golden_shape) if r.golden_shape is not None else "N/A"]
+             str(r.golden_shape) if r.golden_shape is not None else "N/A",
+             _grad(r.target_requires_grad), _grad(r.golden_requires_grad)]
             + [_cell(r, f, True) for _, f in SIX]
-            + [r.status, cell(r.message)]
+            + [_plain(ts.get(k)) for k in _KEYS] + [_plain(gs.get(k)) for k in _KEYS]
+            + [str(r.target_requires_grad == r.golden_requires_grad), r.status,
+               cell(json.dumps(r.message.split("; ")) if r.message else "[]"), cell(stack), cell(data_names.cell(r))]
             + [cell(r.rank or ""), r.index, cell(r.pair_method or ""),
                "N/A" if r.cosine_exact is None else repr(r.cosine_exact)]
             + [_cell(r, f, False) for _, f in EXTRA]
             + [r.target_nan, r.target_inf, r.golden_nan, r.golden_inf]
             + ([_cell(bench, f, True) for _, f in SIX] if bench is not None else [""] * len(SIX))
         )
+
+
+def _plain(v: Any) -> str:
+    """A Max/Min/Mean/Norm value as msprobe prints it in its real-data CSV (N/A when dump.json has none)."""
+    if v is None:
+        return "N/A"
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
 
 
 # --------------------------------------------------------------------------- statistics layout

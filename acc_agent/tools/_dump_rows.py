@@ -181,12 +181,19 @@ def _dtype_name(arr: Any) -> str | None:
         return None
 
 
-def _worker(args: tuple[str, str, str | None, Sequence[Job], str | None, str | None]) -> list[dict[str, Any]]:
+#: Dumps already parsed in the process that starts a pool: fork children find them here instead of
+#: parsing every dump.json again for each batch (a 7B model's L1 dump.json runs to tens of MB).
+_INHERITED: dict[tuple[str, str, str | None], tuple[Dump, Dump, Dump | None]] = {}
+
+
+def _worker(args: tuple[str, str, str | None, Sequence[Job], str | None, str | None]) -> list[DumpRow]:
     g_src, t_src, b_src, jobs, precision, rank = args
-    golden = _reopen(g_src)
-    target = _reopen(t_src)
-    bench = _reopen(b_src) if b_src else None
-    return [compute_row(golden, target, bench, j, precision, rank).model_dump() for j in jobs]
+    dumps = _INHERITED.get((g_src, t_src, b_src))
+    if dumps is None:  # a spawned worker: parse once, then every later batch of this process reuses it
+        dumps = _INHERITED[(g_src, t_src, b_src)] = (_reopen(g_src), _reopen(t_src),
+                                                     _reopen(b_src) if b_src else None)
+    golden, target, bench = dumps
+    return [compute_row(golden, target, bench, j, precision, rank) for j in jobs]
 
 
 def _reopen(source: str) -> Dump:
@@ -196,7 +203,7 @@ def _reopen(source: str) -> Dump:
 
 def compute_rows(golden: Dump, target: Dump, bench: Dump | None, jobs: list[Job], precision: str | None,
                  rank: str | None = None, workers: int | None = None) -> list[DumpRow]:
-    """All rows of one rank pair, in parallel processes when the data is large enough to pay off."""
+    """All rows of one rank pair in ``jobs`` order, in parallel processes when the data is large enough to pay off."""
     from acc_agent import progress
 
     n_workers = workers if workers is not None else _auto_workers(target, len(jobs))
@@ -208,42 +215,89 @@ def compute_rows(golden: Dump, target: Dump, bench: Dump | None, jobs: list[Job]
             rows.append(compute_row(golden, target, bench, job, precision, rank))
         progress.report(len(jobs), len(jobs), f"compared {len(jobs)} tensor pairs{where}")
         return rows
-    return run_parallel([(str(golden.source), str(target.source), str(bench.source) if bench else None,
-                          jobs, precision, rank)], n_workers)
+    key = (str(golden.source), str(target.source), str(bench.source) if bench else None)
+    _INHERITED[key] = (golden, target, bench)
+    try:
+        return run_parallel([(*key, jobs, precision, rank)], n_workers, sizes=[_sizes(target, jobs)])
+    finally:
+        _INHERITED.pop(key, None)
+
+
+def _sizes(target: Dump, jobs: Sequence[Job]) -> list[int]:
+    """Elements of each job's target tensor as dump.json gives its shape (1 where it does not)."""
+    out = []
+    for j in jobs:
+        shape = target.by_name[j.target_name].shape if j.target_name in target.by_name else None
+        n = 1
+        for d in shape or ():
+            n *= d if isinstance(d, int) and d > 0 else 1
+        out.append(n)
+    return out
+
+
+def balanced_batches(sizes: Sequence[int], parts: int) -> list[list[int]]:
+    """Positions of the jobs in ``parts`` batches of near-equal total size, largest batch first.
+
+    Greedy longest-first: each job, biggest first, joins the lightest batch. Why: one 4 M-element
+    tensor among hundreds of small ones left one worker busy after the others had finished when
+    batches were cut by count; dispatching the heaviest batches first leaves only small ones for
+    the end. Within a batch the jobs keep their order."""
+    import heapq
+
+    heap = [(0, k) for k in range(parts)]
+    batches: list[list[int]] = [[] for _ in range(parts)]
+    for pos in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        load, k = heapq.heappop(heap)
+        batches[k].append(pos)
+        heapq.heappush(heap, (load + sizes[pos], k))
+    weight = {k: sum(sizes[i] for i in b) for k, b in enumerate(batches)}
+    return [sorted(batches[k]) for k in sorted(range(parts), key=lambda k: -weight[k]) if batches[k]]
 
 
 def run_parallel(units: Sequence[tuple[str, str, str | None, list[Job], str | None, str | None]],
-                 n_workers: int) -> list[DumpRow]:
-    """Split every unit's jobs into interleaved batches and compute them in ``n_workers`` processes."""
+                 n_workers: int, sizes: Sequence[Sequence[int]] | None = None) -> list[DumpRow]:
+    """Compute every unit's jobs in ``n_workers`` processes, in batches balanced by ``sizes`` (elements
+    per job; equal when not given). Rows come back unit after unit, each in its ``jobs`` order."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
     batches: list[tuple[str, str, str | None, Sequence[Job], str | None, str | None]] = []
-    for g_src, t_src, b_src, jobs, precision, rank in units:
-        parts = max(1, min(len(jobs), n_workers * 4))
-        for k in range(parts):
-            chunk = jobs[k::parts]
-            if chunk:
-                batches.append((g_src, t_src, b_src, chunk, precision, rank))
+    where: list[tuple[int, list[int]]] = []  # (unit, positions of its jobs) of every batch
+    for u, (g_src, t_src, b_src, jobs, precision, rank) in enumerate(units):
+        parts = max(1, min(len(jobs), n_workers * 8))
+        for positions in balanced_batches(sizes[u] if sizes else [1] * len(jobs), parts):
+            batches.append((g_src, t_src, b_src, [jobs[i] for i in positions], precision, rank))
+            where.append((u, positions))
     from acc_agent import progress
 
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-    rows: list[DumpRow] = []
+    out: list[list[DumpRow | None]] = [[None] * len(unit[3]) for unit in units]
     total = sum(len(b[3]) for b in batches)
+    done = 0
     progress.report(0, total, "comparing tensor pairs")
     with ProcessPoolExecutor(max_workers=n_workers, mp_context=mp.get_context(method)) as pool:
         try:
-            for result in pool.map(_worker, batches):
-                rows.extend(DumpRow.model_validate(r) for r in result)
-                progress.report(len(rows), total, "comparing tensor pairs")  # raises if cancelled
+            for (u, positions), result in zip(where, pool.map(_worker, batches), strict=True):
+                for pos, row in zip(positions, result, strict=True):
+                    out[u][pos] = row
+                done += len(result)
+                progress.report(done, total, "comparing tensor pairs")  # raises if cancelled
         except progress.Cancelled:
             pool.shutdown(wait=False, cancel_futures=True)  # batches not started are dropped
             raise
-    rows.sort(key=lambda r: (r.rank or "", r.index))
-    return rows
+    return [row for rows in out for row in rows if row is not None]
+
+
+def cores() -> int:
+    """Cores this process may run on (the affinity mask, which containers and batch systems set)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _auto_workers(target: Dump, n_jobs: int) -> int:
+    """One worker per core for a dump big enough to pay for the processes, else 1."""
     if n_jobs < 8:
         return 1
     try:
@@ -252,6 +306,4 @@ def _auto_workers(target: Dump, n_jobs: int) -> int:
         return 1
     if size < PARALLEL_MIN_BYTES:
         return 1
-    return max(1, min(os.cpu_count() or 1, 8))
-
-
+    return cores()

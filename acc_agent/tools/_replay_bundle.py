@@ -9,13 +9,12 @@ prints how its result compares with both recorded outputs.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from acc_agent.atomic import atomic_write, atomic_write_text
 from acc_agent.errors import AccAgentError
 from acc_agent.io.dump_calls import DtypeRef, RecordedCall, TensorRef
 from acc_agent.models.replay import ReplayOpOutput
@@ -77,17 +76,12 @@ def _save(path: Path, arr: np.ndarray) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if arr.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
         arr = arr.astype(np.float32)  # exact: every bf16/fp8 value is a float32; the dtype is in call.json
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npy.tmp")
-    with os.fdopen(fd, "wb") as fh:
+    with atomic_write(path, "wb") as fh:
         np.save(fh, np.ascontiguousarray(arr), allow_pickle=False)
-    os.replace(tmp, path)
 
 
 def _atomic_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    atomic_write_text(path, text)
 
 
 def _copy_environment(src: Path, dst: Path) -> None:

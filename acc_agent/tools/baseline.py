@@ -184,16 +184,16 @@ def _commands(root: Path, params: SelectBaselineInput) -> tuple[str | None, list
     if infer:
         cmd, keys = _command(infer, root, "GPU", params.batch_size, "baseline_gpu_infer.log")
         rows.append(CommandRow(scenario="GPU inference baseline (default)", device="GPU", entry=infer, key_parameters=keys, command=cmd,
-                               aligns_with="§3.1 golden samples / inference acceptance", notes="Same fixed inputs and preprocessing as the NPU run."))
+                               aligns_with="Mig_Readme §3.1 golden samples / inference acceptance", notes="Same fixed inputs and preprocessing as the NPU run."))
     if train:
         cmd, keys = _command(train, root, "GPU", params.batch_size, "baseline_gpu_train.log")
         rows.append(CommandRow(scenario="GPU training baseline", device="GPU", entry=train, key_parameters=keys, command=cmd,
-                               aligns_with="§3.1 short run / training", notes="Same configuration as the NPU run (compare-run-configs checks it)."))
+                               aligns_with="Mig_Readme §3.1 short run / training", notes="Same configuration as the NPU run (compare-run-configs checks it)."))
     entry = train or infer
     if entry:
         cmd, keys = _command(entry, root, "CPU", params.batch_size, "baseline_cpu.log")
         rows.append(CommandRow(scenario="CPU baseline (optional)", device="CPU", entry=entry, key_parameters=keys, command=cmd,
-                               aligns_with="§3.1 golden samples", notes="Only when the project asks for CPU; not the default baseline."))
+                               aligns_with="Mig_Readme §3.1 golden samples", notes="Only when the project asks for CPU; not the default baseline."))
     return entry, rows
 
 
@@ -203,7 +203,7 @@ def _render(out: SelectBaselineOutput) -> str:
         lines.append(f"  log: {out.log_path}" + (f" lines {out.line_range[0]}-{out.line_range[1]}" if out.line_range else " (whole file)"))
     lines.extend(f"  {q}" for q in out.quote)
     for row in out.commands:
-        lines.append(f"  §2.6 {row.scenario}: {row.command}")
+        lines.append(f"  Mig_Readme §2.6 {row.scenario}: {row.command}")
     for c in out.candidates[:8]:
         lines.append(f"  candidate {c.path} [{c.format}, {c.device or 'device?'}] score {c.score:.1f} " + ("qualifies" if c.qualifies else "; ".join(c.reasons)))
     return terminal_lines(lines)

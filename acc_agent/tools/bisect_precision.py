@@ -54,18 +54,19 @@ def _load(spec: str) -> tuple[Any, Any]:
     if target.endswith(".py"):
         path = Path(target)
         if not path.is_file():
-            raise AccAgentError("missing_file", f"{path} does not exist", path=str(path))
+            raise AccAgentError("missing_file", f"{path} does not exist", path=str(path),
+                                hint="Give the path of the Python file that builds the model (FILE.py:FUNC).")
         module_name = f"_acc_agent_bisect_{abs(hash(str(path.resolve())))}"
         loader_spec = importlib.util.spec_from_file_location(module_name, path)
         if loader_spec is None or loader_spec.loader is None:
-            raise AccAgentError("invalid_model_spec", f"cannot import {path}", path=str(path))
+            raise AccAgentError("invalid_model_spec", f"cannot import {path}", path=str(path), hint="Pass FILE.py:FUNC or module:FUNC, where FUNC() returns (model, example_inputs).")
         module = importlib.util.module_from_spec(loader_spec)
         sys.modules[module_name] = module
         try:
             loader_spec.loader.exec_module(module)
         except Exception as exc:  # noqa: BLE001 - the user's code failed: say so with its error
             raise AccAgentError("model_import_failed", f"importing {path} failed: {type(exc).__name__}: {exc}",
-                                path=str(path)) from None
+                                path=str(path), hint="Fix the error in that file (run it with python first).") from None
     else:
         try:
             module = importlib.import_module(target)
@@ -74,13 +75,15 @@ def _load(spec: str) -> tuple[Any, Any]:
                                 hint="Pass FILE.py:FUNC for a script, or install the package.") from None
     fn = getattr(module, func, None)
     if not callable(fn):
-        raise AccAgentError("invalid_model_spec", f"{target} has no function {func}")
+        raise AccAgentError("invalid_model_spec", f"{target} has no function {func}", hint="Pass FILE.py:FUNC or module:FUNC, where FUNC() returns (model, example_inputs).")
     try:
         result = fn()
     except Exception as exc:  # noqa: BLE001
-        raise AccAgentError("model_build_failed", f"{func}() failed: {type(exc).__name__}: {exc}") from None
+        raise AccAgentError("model_build_failed", f"{func}() failed: {type(exc).__name__}: {exc}",
+                            hint=f"Make {func}() run without arguments and return (model, example_inputs).") from None
     if not isinstance(result, tuple) or len(result) != 2:
-        raise AccAgentError("invalid_model_spec", f"{func}() must return (model, example_inputs)")
+        raise AccAgentError("invalid_model_spec", f"{func}() must return (model, example_inputs)",
+                            hint="Return a tuple: the torch.nn.Module and a tuple of its example inputs.")
     return result[0], result[1]
 
 
@@ -103,7 +106,8 @@ def bisect_precision(params: BisectPrecisionInput) -> BisectPrecisionOutput:
 
     model, inputs = _load(params.model)
     if not isinstance(model, torch.nn.Module):
-        raise AccAgentError("invalid_model_spec", "the function's first result is not a torch.nn.Module")
+        raise AccAgentError("invalid_model_spec", "the function's first result is not a torch.nn.Module",
+                            hint="Return (model, example_inputs) with model a torch.nn.Module.")
     model = model.float()
     low = torch.bfloat16 if params.low == "bf16" else torch.float16
     tol = params.tolerance or DEFAULT_ROUNDINGS * budgets.unit_roundoff("bfloat16" if params.low == "bf16" else "float16")

@@ -9,7 +9,6 @@ Output stays small for agents: the worst rows inline, the whole table in a CSV.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,8 +38,11 @@ class CompareDumpsInput(ToolInput):
                                                           "maps a name prefix).")
     csv: str | None = Field(default=None, description="Write the full table here, with msprobe's column names.")
     precision: Literal["fp16", "bf16", "fp32"] | None = Field(
-        default=None, description="Target precision for tolerances; default FP16 (the default migration "
-                                  "target), BF16 for bf16 tensors. Pass fp32 for an FP32 run.")
+        default=None, description="Target precision every tensor is judged at. Default: each tensor's recorded "
+                                  "dtype decides — the diagnosis judges it by the rounding of its dtype (dump.json's, "
+                                  "else the stored array's), and the rtol/atol share uses BF16 for a bf16 tensor and "
+                                  "FP16 otherwise (float32 storage does not show an FP32 run). Pass fp32 for an FP32 "
+                                  "run, fp16 or bf16 to judge every tensor at that precision.")
     top: int = Field(default=DEFAULT_TOP, ge=1, description="Rows kept inline (the worst first); the CSV has all.")
     all_rows: bool = Field(default=False, description="Return every row (and every unmatched name) inline instead "
                                                       "of the worst --top.")
@@ -48,8 +50,12 @@ class CompareDumpsInput(ToolInput):
                                                            "shape. Without it this happens automatically where most "
                                                            "names do not pair (renamed or fused layers), and the "
                                                            "diagnosis says so.")
-    workers: int | None = Field(default=None, ge=1, description="Worker processes (default: automatic by dump "
-                                                                "size and ranks).")
+    workers: int | None = Field(default=None, ge=1, description="Worker processes (default: one per core for "
+                                                                "several ranks or a large dump, else 1).")
+    scheduler: str | None = Field(default=None, description="Run the ranks as Dask tasks: a scheduler address "
+                                                            "(tcp://host:8786) whose workers can read the dump "
+                                                            "paths, or 'local' for a cluster on this machine. "
+                                                            "Needs pip install 'acc-agent[distributed]'.")
 
 
 def _sort_key(r: DumpRow) -> tuple[int, float, float, str, int]:
@@ -137,16 +143,6 @@ def _verdict(rows: list[DumpRow], scalar_rows: list[Any] | None = None) -> str:
     return "pass"
 
 
-def _split_pairs(golden: Any, target: Any, pairs: list[Any]) -> tuple[list[Any], list[Any]]:
-    """(pairs with tensor files on both sides, the rest): the rest is compared by statistics/md5."""
-    g_by, t_by = golden.by_name, target.by_name
-    tensor: list[Any] = []
-    stat: list[Any] = []
-    for p in pairs:
-        (tensor if t_by[p.target_name].has_data and g_by[p.golden_name].has_data else stat).append(p)
-    return tensor, stat
-
-
 def _summary(rows: list[DumpRow], scalar_rows: list[Any], keep: list[DumpRow], verdict: str,
              unmatched: tuple[int, int], golden: Any, target: Any) -> str:
     """One line: counts per status (and per mode), scalar arguments that differ, the worst row; or why
@@ -194,32 +190,6 @@ def _why_inconclusive(rows: list[DumpRow], unmatched: tuple[int, int], golden: A
             f"tensor data, statistics or md5 on both sides. {REDUMP_HINT}")
 
 
-def _with_statistics_rows(rows: list[DumpRow], stat_units: list[tuple[str, list[Any], bool]],
-                          per_rank: dict[str, tuple[Any, Any, Any]]) -> tuple[list[DumpRow], list[Any]]:
-    """Add the statistics/md5 rows of every rank to the tensor rows, in (rank, execution) order.
-
-    Non-tensor arguments are compared (msprobe-style) only where a rank has no tensor pair at all:
-    that is a statistics comparison, which msprobe judges with them."""
-    from acc_agent.tools._stat_rows import statistics_rows
-
-    scalar_rows: list[Any] = []
-    stat_rows: list[DumpRow] = []
-    for key, pairs, with_scalars in stat_units:
-        if not pairs and not with_scalars:
-            continue
-        g, t, _ = per_rank[key]
-        result = statistics_rows(g, t, pairs, key or None, scalars=with_scalars)
-        stat_rows.extend(result.rows)
-        scalar_rows.extend(result.scalar_rows)
-    if not stat_rows:
-        return rows, scalar_rows
-    if not rows:
-        return stat_rows, scalar_rows
-    merged = rows + stat_rows
-    merged.sort(key=lambda r: (r.rank or "", r.index))
-    return merged, scalar_rows
-
-
 @tool(
     description="Call when NPU outputs or loss differ beyond precision: compares every tensor of two msprobe dumps and "
     "finds where the fault enters. Returns verdict, first_divergence, diagnosis with next_actions, key rows.",
@@ -231,85 +201,121 @@ def _with_statistics_rows(rows: list[DumpRow], stat_units: list[tuple[str, list[
     text_renderer=render_text,
 )
 def compare_dumps(params: CompareDumpsInput) -> CompareDumpsOutput:
+    from acc_agent.io.dumps import rank_sources  # loads numpy, and so its BLAS
+    from acc_agent.tools._blas_threads import one_blas_thread
+
+    with one_blas_thread():  # one process per core already (see _blas_threads)
+        return _compare(params, rank_sources)
+
+
+def _compare(params: CompareDumpsInput, rank_sources: Any) -> CompareDumpsOutput:
+    g_src = rank_sources(params.golden)
+    if params.scheduler is None and len(g_src) == 1:
+        t_src = rank_sources(params.target)
+        if len(t_src) == 1:
+            return _compare_single(params)
+    else:
+        t_src = rank_sources(params.target)
+    b_src = rank_sources(params.bench) if params.bench else None
+    return _compare_ranks(params, g_src, t_src, b_src)
+
+
+def _compare_single(params: CompareDumpsInput) -> CompareDumpsOutput:
+    """One rank on each side, in this process: large dumps are spread over worker processes tensor by tensor."""
     from acc_agent.io.dumps import open_dump_set
-    from acc_agent.io.pairing import load_mapping, pair_entries
-    from acc_agent.numerics.diagnosis import diagnose
-    from acc_agent.numerics.diagnosis.ranks import RankResult, combine_ranks
-    from acc_agent.tools._compare_csv import write_csv
-    from acc_agent.tools._dump_rows import Job, compute_rows, run_parallel
+    from acc_agent.io.pairing import load_mapping
+    from acc_agent.tools._dump_rows import compute_rows
+    from acc_agent.tools._rank_tasks import dump_info, finish_rank, plan_rank
 
     golden_set = open_dump_set(params.golden)
     target_set = open_dump_set(params.target, like=golden_set)
     bench_set = open_dump_set(params.bench) if params.bench else None
     mapping = load_mapping(params.mapping) if params.mapping else None
-    evidence = [Evidence(kind="file", ref=str(d.source), detail=f"{side} dump ({d.kind}, {len(d.entries)} tensors"
-                         + (f", rank {k}" if k else "") + ")")
-                for side, s in (("golden", golden_set), ("target", target_set), ("bench", bench_set)) if s
-                for k, d in s.ranks.items()]
-    if params.mapping:
-        evidence.append(Evidence(kind="file", ref=params.mapping, detail="name mapping target -> golden"))
+    infos = [(side, k, dump_info(d)) for side, s in (("golden", golden_set), ("target", target_set),
+                                                      ("bench", bench_set)) if s for k, d in s.ranks.items()]
+    key = next(iter(target_set.ranks))
+    g, t = next(iter(golden_set.ranks.values())), target_set.ranks[key]
+    b = None
+    if bench_set is not None:
+        b = bench_set.ranks.get(key) or (next(iter(bench_set.ranks.values())) if len(bench_set.ranks) == 1 else None)
+    plan = plan_rank(g, t, b, key, False, mapping, params.pair_by_order)
+    rows = compute_rows(g, t, b, plan.jobs, params.precision, key or None, workers=params.workers)
+    outcome = finish_rank(g, t, b, key, plan, rows, params.precision)
+    return _merged(params, [outcome], infos, [], [])
 
-    rank_keys = [k for k in target_set.ranks if k in golden_set.ranks]
-    if len(golden_set.ranks) == 1 and len(target_set.ranks) == 1:
-        rank_keys = [next(iter(target_set.ranks))]
-        golden_set.ranks = {rank_keys[0]: next(iter(golden_set.ranks.values()))}
-    unmatched_g: list[str] = [f"{k}/*" for k in golden_set.ranks if k not in rank_keys]
-    unmatched_t: list[str] = [f"{k}/*" for k in target_set.ranks if k not in rank_keys]
+
+def _compare_ranks(params: CompareDumpsInput, g_src: dict[str, Path], t_src: dict[str, Path],
+                   b_src: dict[str, Path] | None) -> CompareDumpsOutput:
+    """Rank by rank, each rank a task of its own: in worker processes (one per core) or on Dask."""
+    from acc_agent.io.pairing import load_mapping
+    from acc_agent.tools._dump_rows import cores
+    from acc_agent.tools._rank_tasks import RankOutcome, RankTask, local_backend, run_ranks
+
+    mapping = load_mapping(params.mapping) if params.mapping else None
+    rank_keys = [k for k in t_src if k in g_src]
+    g_keys = dict(g_src)
+    if len(g_src) == 1 and len(t_src) == 1:
+        rank_keys = [next(iter(t_src))]
+        g_keys = {rank_keys[0]: next(iter(g_src.values()))}
+    unmatched_g = [f"{k}/*" for k in g_keys if k not in rank_keys]
+    unmatched_t = [f"{k}/*" for k in t_src if k not in rank_keys]
     if not rank_keys:
         raise AccAgentError("no_common_ranks", "golden and target dumps share no rank directory",
-                            hint=f"golden ranks: {list(golden_set.ranks)}; target ranks: {list(target_set.ranks)}.",
-                            path=params.target)
-
-    units = []
-    pairing_notes: list[str] = []
-    regions: list[dict[str, Any]] = []
-    stat_units: list[tuple[str, list[Any], bool]] = []
-    per_rank: dict[str, tuple[Any, Any, Any]] = {}
+                            hint=f"golden ranks: {list(g_src)}; target ranks: {list(t_src)}.", path=params.target)
+    multi = len(rank_keys) > 1
+    tasks = []
     for key in rank_keys:
-        g, t = golden_set.ranks[key], target_set.ranks[key]
-        b = None
-        if bench_set is not None:
-            b = bench_set.ranks.get(key) or (next(iter(bench_set.ranks.values())) if len(bench_set.ranks) == 1
-                                             else None)
-        pairing = pair_entries(g, t, mapping, by_order=params.pair_by_order)
-        prefix_note = f"{key}: " if key and len(rank_keys) > 1 else ""
-        pairing_notes += [prefix_note + n for n in pairing.notes]
-        regions += [{"rank": key or None, "target": r.target_key, "golden": list(r.golden_keys), "note": r.note}
-                    for r in pairing.regions]
-        prefix = f"{key}/" if len(rank_keys) > 1 else ""
-        unmatched_g += [prefix + n for n in pairing.unmatched_golden]
-        unmatched_t += [prefix + n for n in pairing.unmatched_target]
-        bench_names = set(b.by_name) if b is not None else set()
-        tensor_pairs, stat_pairs = _split_pairs(g, t, pairing.pairs)
-        jobs = [Job(p.golden_name, p.target_name, p.method, t.entry(p.target_name).index,
-                    p.golden_name if p.golden_name in bench_names else
-                    (p.target_name if p.target_name in bench_names else None))
-                for p in tensor_pairs]
-        units.append((str(g.source), str(t.source), str(b.source) if b is not None else None, jobs,
-                      params.precision, key or None))
-        stat_units.append((key, stat_pairs, not tensor_pairs))
-        per_rank[key] = (g, t, b)
+        bench = None
+        if b_src is not None:
+            bench = b_src.get(key) or (next(iter(b_src.values())) if len(b_src) == 1 else None)
+        tasks.append(RankTask(key, str(g_keys[key]), str(t_src[key]), str(bench) if bench else None, mapping,
+                              params.precision, params.pair_by_order, multi))
+    used = {src for t in tasks for src in (t.golden, t.target, t.bench) if src}
+    sides = [("golden", g_src), ("target", t_src)] + ([("bench", b_src)] if b_src is not None else [])
+    extra = sorted({str(src) for _, srcs in sides for src in srcs.values()} - used)
+    outcomes: dict[str, RankOutcome] = {}
 
-    if len(units) > 1:
-        # Several ranks: every rank's pairs go to one process pool (ranks are independent).
-        workers = params.workers or max(1, min(os.cpu_count() or 1, 8))
-        if workers > 1:
-            rows = run_parallel(units, workers)
-        else:
-            rows = [r for key, unit in zip(rank_keys, units, strict=True)
-                    for r in compute_rows(*per_rank[key], unit[3], params.precision, key or None, workers=1)]
+    def merge(outcome: RankOutcome) -> None:
+        outcomes[outcome.key] = outcome  # rows stay as they came; ranks are put in order at the end
+
+    if params.scheduler is not None:
+        from acc_agent.tools._dask_backend import dask_backend
+
+        with dask_backend(params.scheduler, params.workers) as dask:
+            described = run_ranks(tasks, extra, dask, merge)
     else:
-        key = rank_keys[0]
-        rows = compute_rows(*per_rank[key], units[0][3], params.precision, key or None, workers=params.workers)
-    rows, scalar_rows = _with_statistics_rows(rows, stat_units, per_rank)
+        workers = min(params.workers or cores(), len(tasks) + len(extra))
+        with local_backend(workers) as local:
+            described = run_ranks(tasks, extra, local, merge)
+    info_by_src = dict(described)
+    for task in tasks:
+        o = outcomes[task.key]
+        info_by_src[task.golden], info_by_src[task.target] = o.golden, o.target
+        if task.bench and o.bench is not None:
+            info_by_src[task.bench] = o.bench
+    infos = [(side, k, info_by_src[str(src)]) for side, srcs in sides for k, src in srcs.items()]
+    return _merged(params, [outcomes[k] for k in rank_keys], infos, unmatched_g, unmatched_t)
 
-    results = []
-    for key in rank_keys:
-        g, t, b = per_rank[key]
-        rank_rows = [r for r in rows if (r.rank or "") == (key or "")]
-        fd, diag = diagnose(rank_rows, g, t, b, params.precision)
-        results.append(RankResult(key, fd, diag))
-    first_divergence, diagnosis = combine_ranks(results)
+
+def _merged(params: CompareDumpsInput, outcomes: list[Any], infos: list[tuple[str, str, Any]],
+            unmatched_g: list[str], unmatched_t: list[str]) -> CompareDumpsOutput:
+    """One result from the ranks' outcomes (in rank order): the verdict, the diagnosis across ranks,
+    the CSV and the compact inline rows. Every way of running the ranks ends here."""
+    from acc_agent.numerics.diagnosis.ranks import RankResult, combine_ranks
+    from acc_agent.tools._compare_csv import write_csv
+
+    evidence = [Evidence(kind="file", ref=str(d.source), detail=f"{side} dump ({d.kind}, {d.n_entries} tensors"
+                         + (f", rank {k}" if k else "") + ")") for side, k, d in infos]
+    if params.mapping:
+        evidence.append(Evidence(kind="file", ref=params.mapping, detail="name mapping target -> golden"))
+    rows: list[DumpRow] = [r for o in outcomes for r in o.rows]
+    scalar_rows = [s for o in outcomes for s in o.scalar_rows]
+    pairing_notes = [n for o in outcomes for n in o.notes]
+    regions = [r for o in outcomes for r in o.regions]
+    unmatched_g = unmatched_g + [n for o in outcomes for n in o.unmatched_golden]
+    unmatched_t = unmatched_t + [n for o in outcomes for n in o.unmatched_target]
+    first_divergence, diagnosis = combine_ranks([RankResult(o.key, o.first_divergence, o.diagnosis)
+                                                 for o in outcomes])
     if pairing_notes or regions:
         diagnosis.details["pairing_notes"] = pairing_notes[:12]
         diagnosis.details["fused_regions"] = regions[:20]
@@ -327,7 +333,7 @@ def compare_dumps(params: CompareDumpsInput) -> CompareDumpsOutput:
 
             tag = hashlib.sha256(f"{params.golden}|{params.target}".encode()).hexdigest()[:12]
             target_csv = results_dir() / f"compare_dumps-{tag}.csv"
-        dumps = {k or "": (per_rank[k][0], per_rank[k][1]) for k in rank_keys}
+        dumps = {o.key or "": (o.golden, o.target) for o in outcomes}
         csv_path = str(write_csv(rows, target_csv, scalar_rows=scalar_rows, dumps=dumps))
         evidence.append(Evidence(kind="file", ref=csv_path, detail="full comparison table (msprobe column names)"))
     if params.all_rows:
@@ -337,7 +343,7 @@ def compare_dumps(params: CompareDumpsInput) -> CompareDumpsOutput:
         keep_ids = {id(r) for r in keep}
         inline = [r for r in rows if id(r) in keep_ids]
 
-    g0, t0, _ = per_rank[rank_keys[0]]
+    g0, t0 = outcomes[0].golden, outcomes[0].target
     summary = _summary(rows, scalar_rows, keep, verdict, (len(unmatched_g), len(unmatched_t)), g0, t0)
     if first_divergence is not None:
         summary += f"; first divergence: {first_divergence.name}"
@@ -347,8 +353,8 @@ def compare_dumps(params: CompareDumpsInput) -> CompareDumpsOutput:
                                         "with inputs < 0.1, or > 10x the inputs', dtype/shape/requires_grad/scalar "
                                         "argument differ (msprobe 26.2 indicator_analysis)"))
     evidence.append(Evidence(kind="threshold", ref="cosine >= 0.99 and >= 99% of elements within tolerance",
-                             detail="row pass bar; tolerance per precision from numerics/tolerance.py "
-                                    "(Compare §3.1 table)"))
+                             detail="row pass bar; rtol/atol by target precision: FP16 rtol 1e-2, atol 1e-3; "
+                                    "BF16 rtol 1e-2, atol 1e-2; FP32 rtol 1e-4, atol 1e-5"))
     return CompareDumpsOutput(
         verdict=verdict,  # type: ignore[arg-type]
         summary=summary,

@@ -1,6 +1,6 @@
 """``compare_tensors``: the golden check — fixed inputs, baseline outputs vs migrated outputs.
 
-Migration guides (Compare §3.1) ask for an element-wise rtol/atol check chosen by the *target*
+Migration guides ask for an element-wise rtol/atol check chosen by the *target*
 precision, because an FP16 run differs from FP32 everywhere and an FP32-level ``atol=1e-5`` fails
 it from rounding alone. This tool picks the tolerance from the documented table
 (numerics/tolerance.py), lets the user override it, and says which one it used and why.
@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from acc_agent import frontend
 from acc_agent.errors import AccAgentError
 from acc_agent.models.common import Evidence, ToolInput
 from acc_agent.models.compare import CompareTensorsOutput, TensorCheck, ToleranceUsed
@@ -120,9 +121,11 @@ def _check_one(name: str, g: tuple[Path, str | None], t: tuple[Path, str | None]
     prec = precision or ("bf16" if t_dtype == "bfloat16" else tol.DEFAULT_PRECISION)
     used = tol.resolve(prec, params.rtol, params.atol)
     if precision is None and params.rtol is None and params.atol is None:
-        used = tol.Tolerance(used.rtol, used.atol, used.precision,
-                             used.source + (" (target dtype is bf16)" if prec == "bf16"
-                                            else " (default target precision FP16)"), used.note)
+        why = (" (target dtype is bf16)" if prec == "bf16" else
+               f" (default target precision FP16; the target data is {t_dtype}, which does not show the run's "
+               f"precision: pass {frontend.option('precision', 'fp32')} for an FP32 run)" if t_dtype in ("float32", "float64")
+               else " (default target precision FP16)")
+        used = tol.Tolerance(used.rtol, used.atol, used.precision, used.source + why, used.note)
     m = compute_metrics(g_arr, t_arr, rtol=used.rtol, atol=used.atol, precision=prec, top1=True)
     verdict, message = "pass", ""
     if m.within_tolerance_ratio is None:
@@ -150,8 +153,11 @@ def _check_one(name: str, g: tuple[Path, str | None], t: tuple[Path, str | None]
 
 def render_text(out: CompareTensorsOutput) -> str:
     t = out.tolerance
+    lowest = "not computed" if out.lowest_within_ratio is None else f"{out.lowest_within_ratio:.2%}"
     lines = [f"[{out.verdict}] {out.summary}",
-             f"tolerance: rtol={t.rtol:g} atol={t.atol:g} ({t.precision}) — {t.source}"]
+             f"tolerance: rtol={t.rtol:g} atol={t.atol:g} ({t.precision}) — {t.source}",
+             f"pass needs at least {out.min_within_ratio:.2%} of each output's elements within tolerance; "
+             f"lowest measured: {lowest}"]
     if t.note:
         lines.append(f"note: {t.note}")
     for o in out.outputs:
@@ -176,10 +182,13 @@ def compare_tensors(params: CompareTensorsInput) -> CompareTensorsOutput:
     checks: list[TensorCheck] = []
     used: ToleranceUsed | None = None
     evidence: list[Evidence] = []
-    for name, g, t in _pairs(params):
+    pairs = _pairs(params)
+    for name, g, t in pairs:
         try:
             check, tol_used = _check_one(name, g, t, params, precision)
         except AccAgentError as err:
+            if len(pairs) == 1:
+                raise  # one file that cannot be read is bad input (exit 2), not a comparison that failed
             check = TensorCheck(name=name, golden=_label(*g), target=_label(*t), verdict="error",
                                 message=f"{err.message}. {err.hint}".strip())
             checks.append(check)
@@ -196,9 +205,13 @@ def compare_tensors(params: CompareTensorsInput) -> CompareTensorsOutput:
     verdict = "error" if "error" in verdicts else ("fail" if "fail" in verdicts else "pass")
     n_pass = verdicts.count("pass")
     summary = (f"{n_pass}/{len(checks)} outputs within rtol={used.rtol:g}, atol={used.atol:g} "
-               f"({used.precision.upper()})")
+               f"({used.precision.upper()} tolerances)")
+    if verdicts.count("error"):
+        summary += f"; {verdicts.count('error')} not comparable"
     bad = [c for c in checks if c.verdict != "pass"]
     if bad:
         summary += f"; {bad[0].name}: {bad[0].message}"
+    measured = [c.within_tolerance_ratio for c in checks if c.within_tolerance_ratio is not None]
     return CompareTensorsOutput(verdict=verdict, summary=summary, evidence=evidence,  # type: ignore[arg-type]
-                                tolerance=used, min_within_ratio=params.min_within, outputs=checks)
+                                tolerance=used, min_within_ratio=params.min_within,
+                                lowest_within_ratio=min(measured) if measured else None, outputs=checks)

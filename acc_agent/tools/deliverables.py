@@ -43,8 +43,9 @@ class RenderDeliverablesOutput(ToolOutput):
     failing_verdicts: ClassVar[frozenset[str]] = frozenset({"check_failed"})
 
     verdict: Literal["complete", "with_gaps", "check_failed"] = Field(
-        description="complete: every skill result present; with_gaps: some sections say N/A with the command "
-                    "that fills them; check_failed: the rendered markdown failed a check.")
+        description="complete: every skill result present and every hand-written part written; with_gaps: some "
+                    "sections say N/A with the command that fills them, or a hand-written part still holds its "
+                    "placeholder; check_failed: the rendered markdown failed a check.")
     out_dir: str
     lang: str
     files: list[WrittenFile] = Field(default_factory=list)
@@ -112,11 +113,13 @@ def render_deliverables(params: RenderDeliverablesInput) -> RenderDeliverablesOu
     from acc_agent.render.deliverables import render_all
     from acc_agent.workflow import run_workflow
 
-    project = load_project(Path(params.config))
+    config = Path(params.config)
+    config = config / "mig.yaml" if config.is_dir() else config
+    project = load_project(config)
     out_dir = Path(params.out) if params.out else project.base_dir
     wf = run_workflow(project)
     try:
-        res = render_all(wf, out_dir, params.lang, with_plots=params.plots)
+        res = render_all(wf, out_dir, params.lang, with_plots=params.plots, config_path=config)
     except OSError as exc:
         raise AccAgentError("cannot_write", f"cannot write the documents into {out_dir}: {exc.strerror or exc}",
                             hint=f"Pass a writable folder with {frontend.option('out')}.", path=str(out_dir),
@@ -125,16 +128,20 @@ def render_deliverables(params: RenderDeliverablesInput) -> RenderDeliverablesOu
     calls = _calls(project) if frontend.current() == "mcp" else {}
     gaps = [Gap(slot=r.slot, tool=r.tool, reason=r.reason, command=calls.get(r.slot, r.command))
             for r in wf.results.values() if not r.ok and r.status != "not_applicable"]
+    # a hand-written part still holding its placeholder is a gap too: the engineer writes it
+    gaps += [Gap(slot=f"{doc}.md:{block}", tool="", reason=f"hand-written block {block} still holds its placeholder",
+                 command=f"edit {out_dir / (doc + '.md')} at line {line}") for doc, line, block in res.placeholders]
     verdict: Literal["complete", "with_gaps", "check_failed"] = (
-        "check_failed" if problems else "with_gaps" if gaps else "complete")
+        "check_failed" if problems else "with_gaps" if gaps or res.status != "complete" else "complete")
     files = [WrittenFile(path=str(r.path), written=r.written, kept_blocks=r.kept_blocks,
                          backup=str(r.backup) if r.backup else None) for r in res.reports]
     evidence = [Evidence(kind="file", ref=str(project.base_dir / "mig.yaml"), detail="project file")]
     evidence += [Evidence(kind="command", ref=r.command, detail=f"{r.slot}: {r.status}")
                  for r in wf.results.values() if r.ok]
-    summary = (f"{len(files)} documents in {out_dir} ({params.lang}); {len(wf.results) - len(gaps)} of "
-               f"{len(wf.results)} skill results present, {len(gaps)} gaps say N/A with the command that fills them; "
-               f"{len(problems)} check problems")
+    skill_gaps = [g for g in gaps if g.tool]
+    summary = (f"{len(files)} documents in {out_dir} ({params.lang}); {len(wf.results) - len(skill_gaps)} of "
+               f"{len(wf.results)} skill results present, {len(skill_gaps)} gaps say N/A with the command that fills "
+               f"them, {len(res.placeholders)} hand-written parts still to write; {len(problems)} check problems")
     return RenderDeliverablesOutput(verdict=verdict, summary=summary, evidence=evidence, out_dir=str(out_dir),
                                     lang=params.lang, files=files, plots=[str(out_dir / p) for p in res.plots.values()],
                                     plot_notes=res.plot_notes, gaps=gaps, problems=[str(p) for p in problems])

@@ -12,17 +12,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Literal
 
 from acc_agent import frontend
+from acc_agent.atomic import atomic_write_text
 from acc_agent.errors import AccAgentError
 from acc_agent.io.env import versions as V
 from acc_agent.io.env.npu_smi import busy_reasons, device_memory, parse_npu_smi
 from acc_agent.io.env.nvidia_smi import parse_nvidia_smi
 from acc_agent.io.env.probe import run_probe
 from acc_agent.io.env.system import parse_env_file, relevant_env, system_facts
+from acc_agent.io.process import run_bounded
 from acc_agent.models.common import Evidence
 from acc_agent.models.environment import (
     Check,
@@ -59,16 +60,17 @@ def _run_smi(argv: list[str]) -> tuple[str | None, str]:
     exe = shutil.which(argv[0])
     if exe is None:
         return None, f"{argv[0]} not found on PATH"
-    try:
-        proc = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=_SMI_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
+    # The report is parsed from its start: its head is kept, up to the size a recorded file may have.
+    proc = run_bounded([exe, *argv[1:]], timeout_s=_SMI_TIMEOUT_S, max_bytes=_MAX_TEXT, keep="head")
+    if proc.timed_out:
         return None, f"`{' '.join(argv)}` did not answer within {_SMI_TIMEOUT_S:g} s (device or driver hung)"
-    except OSError as exc:
-        return None, f"`{' '.join(argv)}` could not start: {exc.strerror}"
+    if proc.start_error is not None:
+        return None, f"`{' '.join(argv)}` could not start: {proc.start_error}"
     if proc.returncode != 0:
         err = (proc.stderr or proc.stdout).strip().splitlines()
-        return None, f"`{' '.join(argv)}` exited {proc.returncode}: {err[-1] if err else 'no output'}"
-    return proc.stdout, f"ran `{' '.join(argv)}`"
+        return None, f"`{' '.join(argv)}` exited {proc.returncode}: {err[-1][:300] if err else 'no output'}"
+    cut = f" (output cut at {_MAX_TEXT >> 20} MiB)" if proc.stdout_dropped else ""
+    return proc.stdout, f"ran `{' '.join(argv)}`{cut}"
 
 
 def _visible(env: dict[str, str], count: int) -> tuple[list[int], str | None]:
@@ -484,7 +486,7 @@ def check_environment(params: CheckEnvironmentInput) -> CheckEnvironmentOutput:
         out.snapshot_path = str(params.snapshot_out)
         try:
             params.snapshot_out.parent.mkdir(parents=True, exist_ok=True)
-            params.snapshot_out.write_text(out.model_dump_json(indent=2), encoding="utf-8")
+            atomic_write_text(params.snapshot_out, out.model_dump_json(indent=2))  # never a half snapshot
         except OSError as exc:
             raise AccAgentError("write_failed", f"cannot write snapshot {params.snapshot_out}: {exc.strerror}",
                                 hint=f"Pick a writable {frontend.option('snapshot_out')} path.", path=str(params.snapshot_out),
@@ -565,6 +567,11 @@ def _load_snapshot(path: Path) -> dict[str, object]:
     return data
 
 
+def _device_name(device: object) -> str | None:
+    name = device.get("name") if isinstance(device, dict) else None
+    return None if name is None else str(name)
+
+
 def _flatten(snap: dict[str, object]) -> dict[str, str | None]:
     flat: dict[str, str | None] = {}
     for section in ("versions", "system"):
@@ -575,14 +582,13 @@ def _flatten(snap: dict[str, object]) -> dict[str, str | None]:
     devices = None
     npu = snap.get("npu_smi")
     gpu = snap.get("nvidia_smi")
-    if isinstance(npu, dict) and npu.get("chips"):
-        chips = npu["chips"]
-        assert isinstance(chips, list)
-        devices = f"{len(chips)} x {chips[0].get('name')} (NPU)"
-    elif isinstance(gpu, dict) and gpu.get("gpus"):
-        gpus = gpu["gpus"]
-        assert isinstance(gpus, list)
-        devices = f"{len(gpus)} x {gpus[0].get('name')} (GPU)"
+    # A snapshot is a file: its sections are checked, not asserted (a hand-edited one may hold anything).
+    chips = npu.get("chips") if isinstance(npu, dict) else None
+    gpus = gpu.get("gpus") if isinstance(gpu, dict) else None
+    if isinstance(chips, list) and chips:
+        devices = f"{len(chips)} x {_device_name(chips[0])} (NPU)"
+    elif isinstance(gpus, list) and gpus:
+        devices = f"{len(gpus)} x {_device_name(gpus[0])} (GPU)"
     flat["devices"] = devices
     return flat
 

@@ -10,14 +10,15 @@ result is validated like any project file before it is written.
 from __future__ import annotations
 
 import json
-import os
 import re
+import shlex
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from acc_agent import frontend
+from acc_agent.atomic import atomic_write_text
 from acc_agent.errors import AccAgentError
 from acc_agent.models.common import Evidence, Model, ToolInput, ToolOutput
 from acc_agent.registry import tool
@@ -149,9 +150,7 @@ def write_project_file(params: InitProjectInput) -> tuple[Path, list[str], list[
     project = parse_project(filled_text, source=str(target), base_dir=folder)  # never write an invalid file
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".mig.yaml.{os.getpid()}.tmp"
-        tmp.write_text(filled_text, encoding="utf-8")
-        os.replace(tmp, target)
+        atomic_write_text(target, filled_text)
     except OSError as exc:
         raise AccAgentError("cannot_write", f"cannot write {target}: {exc.strerror or exc}",
                             hint="Pass a writable folder.", path=str(target), field="folder") from None
@@ -181,7 +180,9 @@ def _text(out: InitProjectOutput) -> str:
 )
 def init_project(params: InitProjectInput) -> InitProjectOutput:
     path, filled, empty = write_project_file(params)
-    render = frontend.invoke("render_deliverables", config=str(path))
+    # one command writes the documents: `acc-agent report` on the CLI, the render_deliverables tool over MCP
+    render = (frontend.invoke("render_deliverables", config=str(path)) if frontend.current() == "mcp"
+              else f"acc-agent report {shlex.quote(str(path))}")
     next_step = (f"Fill in the empty artefacts ({', '.join(empty)}), then " if empty else "Then ") + (
         f"call {render}." if frontend.current() == "mcp" else f"run `{render}`.")
     return InitProjectOutput(

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from acc_agent import frontend, progress
+from acc_agent.atomic import atomic_write_text
 from acc_agent.errors import AccAgentError
 from acc_agent.models.common import Evidence
 from acc_agent.models.performance import (
@@ -52,10 +53,15 @@ WARMUP_REASON = (
 )
 ITERATIONS_REASON = "enough samples for a stable p95 (at least 100 recommended); raw timings are kept for confidence intervals"
 _CHUNK = 16  # iterations between timeout checks of an in-process callable
+#: Output kept per stream of a measured command (its tail, for the error message); the rest is dropped.
+_OUTPUT_TAIL_BYTES = 64 << 10
+#: Largest results file compare_performance reads (a real one is a few kilobytes).
+_MAX_RESULTS_BYTES = 64 << 20
 
 
 def _trigger(p: MeasurePerformanceInput) -> tuple[str | None, list[str]]:
-    """Which §7.0 condition holds, or the list of conditions still missing."""
+    """Which trigger condition holds (the user asked; the environment check says auto and the user agreed;
+    acceptance has a latency/throughput KPI), or the list of conditions still missing."""
     if p.requested:
         return "the user explicitly asked for a performance measurement", []
     if p.latency_kpi:
@@ -143,6 +149,22 @@ def _resolve(spec: str, what: str) -> Callable[..., Any]:
     return obj  # type: ignore[no-any-return]
 
 
+def _check_takes_one_argument(func: Callable[..., Any], spec: str, what: str) -> None:
+    """The timed callable gets one argument; a function that takes none is bad input, named as such, not a
+    TypeError inside every timed call."""
+    import inspect
+
+    try:
+        inspect.signature(func).bind(None)
+    except TypeError:
+        raise AccAgentError(
+            "invalid_callable", f"{frontend.option('callable')} {spec} takes no argument, but it is called with {what}",
+            hint="Give it one parameter (def run(batch_size): ...), or wrap it: def run(_): return my_func().",
+            field="callable") from None
+    except ValueError:
+        return  # a builtin without a readable signature: let the call say what is wrong
+
+
 def _err(exc: BaseException) -> str:
     tb = exc.__traceback__
     where = ""
@@ -222,6 +244,7 @@ def _measure_callable(p: MeasurePerformanceInput, batches: list[int]) -> tuple[l
     assert p.callable is not None
     func = _resolve(p.callable, "callable")
     setup = _resolve(p.setup, "setup") if p.setup else None
+    _check_takes_one_argument(func, p.callable, "the setup hook's return value" if setup else "the batch size")
     rows: list[BatchResult] = []
     sync_text = "none"
     for k, bs in enumerate(batches):
@@ -319,7 +342,8 @@ def _measure_one(
 def _measure_command(p: MeasurePerformanceInput, batches: list[int]) -> list[BatchResult]:
     import os
     import shlex
-    import subprocess
+
+    from acc_agent.io.process import run_bounded
 
     assert p.command is not None
     try:
@@ -339,16 +363,15 @@ def _measure_command(p: MeasurePerformanceInput, batches: list[int]) -> list[Bat
         tick = _ticker(p, k, len(batches), bs)
         for i in range(p.warmup + p.iterations):
             tick(i)  # between runs, outside the timed interval; raises if the caller cancelled
-            t0 = time.perf_counter_ns()
-            try:
-                proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=p.timeout_s, check=False)
-            except subprocess.TimeoutExpired:
+            # Bounded: the last 64 KiB of each stream is all an error message needs, and a timeout
+            # kills the command's whole process group (see acc_agent.io.process).
+            proc = run_bounded(argv, timeout_s=p.timeout_s, env=env, max_bytes=_OUTPUT_TAIL_BYTES)
+            if proc.start_error is not None:
+                error = f"batch {bs}: cannot run `{argv[0]}`: {proc.start_error}"
+                break
+            if proc.timed_out:
                 error = f"batch {bs}: `{shlex.join(argv)}` did not finish within {p.timeout_s:g} s (run {i + 1})"
                 break
-            except OSError as exc:
-                error = f"batch {bs}: cannot run `{argv[0]}`: {exc.strerror}"
-                break
-            elapsed = time.perf_counter_ns() - t0
             if proc.returncode != 0:
                 tail = (proc.stderr or proc.stdout).strip().splitlines()
                 error = f"batch {bs}: `{shlex.join(argv)}` exited with code {proc.returncode} (run {i + 1})" + (
@@ -356,7 +379,7 @@ def _measure_command(p: MeasurePerformanceInput, batches: list[int]) -> list[Bat
                 )
                 break
             if i >= p.warmup:
-                samples.append(elapsed)
+                samples.append(proc.elapsed_ns)
         rows.append(_error_row(bs, p, error) if error else _stats(bs, samples, p, p.warmup))
     return rows
 
@@ -645,7 +668,7 @@ def measure_performance(params: MeasurePerformanceInput) -> MeasurePerformanceOu
         out.results_path = str(params.out)
         try:
             params.out.parent.mkdir(parents=True, exist_ok=True)
-            params.out.write_text(out.model_dump_json(indent=2), encoding="utf-8")
+            atomic_write_text(params.out, out.model_dump_json(indent=2))  # compare_performance reads it back
         except OSError as exc:
             raise AccAgentError("write_failed", f"cannot write {params.out}: {exc.strerror}", field="out",
                                 hint=f"Pick a writable {frontend.option('out')} path.",
@@ -661,8 +684,9 @@ _STAGE_CAUSES = {
     "postprocess": "postprocessing (NMS, decoding, .cpu()/.item() copies) is slower: operators falling back to AICPU/host, "
     "or synchronising device-to-host copies inside the loop",
     "io": "data loading or host-device transfer: use pinned memory and non_blocking copies, check file I/O and batch collation",
-    "inference": "device execution: operators not supported by AI Core falling back to AICPU, dynamic shapes causing "
-    "recompilation (fix shapes), or FP32 where FP16/BF16 was intended; profile with torch_npu.profiler / msprof",
+    "inference": "device execution is slower on the target (the timed forward pass itself): to check — dynamic shapes "
+    "causing recompilation (fix shapes), FP32 where FP16/BF16 was intended, and on an Ascend NPU operators falling "
+    "back from AI Core to AICPU; a profile (torch_npu.profiler / msprof) shows which operators take the time",
 }
 
 
@@ -670,8 +694,17 @@ def _load(path: Path, side: str) -> MeasurePerformanceOutput:
     if not path.is_file():
         raise AccAgentError("file_not_found", f"{side} results {path} do not exist", path=str(path), field=side,
                             hint=f"Pass the file written by {frontend.invoke('measure_performance', out='<FILE>')}.")
+    hint = f"Pass the JSON written by {frontend.invoke('measure_performance', out='<FILE>')}."
     try:
-        return MeasurePerformanceOutput.model_validate_json(path.read_text(encoding="utf-8"))
+        if path.stat().st_size > _MAX_RESULTS_BYTES:
+            raise AccAgentError("invalid_results", f"{side} file {path} is {path.stat().st_size >> 20} MiB: not a results file",
+                                hint=hint, path=str(path), field=side)
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AccAgentError("invalid_results", f"cannot read {side} file {path} as UTF-8 JSON ({type(exc).__name__})",
+                            hint=hint, path=str(path), field=side) from None
+    try:
+        return MeasurePerformanceOutput.model_validate_json(text)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise AccAgentError(
@@ -820,7 +853,8 @@ def _render_compare(out: ComparePerformanceOutput) -> str:
     lines = [f"[{out.verdict}] {out.summary}"]
     for r in out.rows:
         ci = f" [{r.ci_low:.3f}, {r.ci_high:.3f}]" if r.ci_low is not None and r.ci_high is not None else ""
-        lines.append(f"  bs {r.batch_size:>4}: {r.statistic} {r.baseline_ms:.3f} -> {r.target_ms:.3f} ms, ratio {r.ratio:.3f}{ci}, met {r.met}")
+        met = {True: "met", False: "not met", None: "undecided (the interval straddles the target)"}[r.met]
+        lines.append(f"  bs {r.batch_size:>4}: {r.statistic} {r.baseline_ms:.3f} -> {r.target_ms:.3f} ms, ratio {r.ratio:.3f}{ci}, {met}")
     for g in out.stage_gaps:
         lines.append(f"  stage {g.stage:<12} {g.baseline_ms:.3f} -> {g.target_ms:.3f} ms ({g.delta_ms:+.3f})")
     lines += [f"  mismatch: {m}" for m in out.mismatches]

@@ -82,7 +82,8 @@ def replay_op(params: ReplayOpInput) -> ReplayOpOutput:
     g_call, t_call = read_call(golden.source, key), read_call(target.source, key)
     g_outs, t_outs = g_call.output_refs(), t_call.output_refs()
     if not t_outs or not g_outs:
-        raise AccAgentError("cannot_replay", f"{key} records no tensor output to compare", path=str(target.source))
+        raise AccAgentError("cannot_replay", f"{key} records no tensor output to compare", path=str(target.source),
+                            hint="Pick a call whose output is a tensor (a row of compare_dumps).")
     g_rec = golden.load(g_outs[0].name)
     t_rec = target.load(t_outs[0].name)
     from acc_agent.progress import report
@@ -93,7 +94,8 @@ def replay_op(params: ReplayOpInput) -> ReplayOpOutput:
     from_target = replay.run(fn, t_call, target)
     report(2, 2, "comparing")
     if not from_golden or not from_target:
-        raise AccAgentError("cannot_replay", f"re-running {key} gave no tensor output", path=str(target.source))
+        raise AccAgentError("cannot_replay", f"re-running {key} gave no tensor output", path=str(target.source),
+                            hint="Pick a call whose output is a tensor (a row of compare_dumps).")
     import numpy as np
 
     dtype = t_outs[0].dtype

@@ -1,4 +1,4 @@
-"""``judge_short_run``: seed §8.1.1 (short-run pass band, stop once passed) and §8.2 (>500 steps).
+"""``judge_short_run``: the short-run pass band (stop once passed) and the 500-step rule (no clear improvement).
 
 The judgement is only as good as its window, so the output always names the window and the
 robust endpoints it used, and says when the default 30–50 % band cannot fit the window (a
@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
+from acc_agent.atomic import atomic_write_text
 from acc_agent.frontend import option
 from acc_agent.models.common import Evidence, ToolInput
 from acc_agent.models.training import (
@@ -45,16 +46,31 @@ CHECKLIST_8_2 = [
 ]
 
 
+def _moved(pct: float) -> str:
+    """How the metric moved, in words: a rising loss is never said to have "dropped -13.5%"."""
+    return f"dropped {pct:.1f}%" if pct >= 0 else f"rose {-pct:.1f}% (no drop)"
+
+
+def default_record_file() -> Path:
+    """Where passed short runs are recorded when nobody says: beside the project's mig.yaml (the current
+    folder or the nearest parent that has one), else in the current folder — never beside the user's log."""
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / "mig.yaml").is_file():
+            return folder / RECORD_NAME
+    return here / RECORD_NAME
+
+
 class JudgeShortRunInput(ToolInput):
     log: Path = Field(description="Training log of the short run (any format parse-training-log reads).")
     window: WindowArg = Field(default_factory=Window, description="Steps to judge, START:END inclusive; either side may be empty (default: the whole run).")
-    band: BandArg = Field(default_factory=Band, description="Expected cumulative loss drop LOW,HIGH as fractions (0.3,0.5) or percent (30,50). Mig_Readme §3.1 may override it.")
+    band: BandArg = Field(default_factory=Band, description="Expected cumulative loss drop LOW,HIGH as fractions (0.3,0.5) or percent (30,50). The dataset notes (Mig_Readme §3.1) may narrow it.")
     metric: str = Field(default="loss", description="Canonical metric to judge (the single main loss named in Mig_Readme §3.1).")
     run: int | None = Field(default=None, ge=0, description="Run index inside the log (default: the run with the most loss points).")
-    stall_steps: int = Field(default=STALL_STEPS, ge=1, description="Seed §8.2: beyond this many cumulative steps without clear improvement, suspect model/code/data.")
+    stall_steps: int = Field(default=STALL_STEPS, ge=1, description="Beyond this many cumulative steps without clear improvement, stop adding steps and suspect the model, code or data pipeline.")
     improvement_threshold: float = Field(default=0.05, ge=0.0, le=1.0, description="Relative drop below which a run beyond stall_steps counts as 'no clear improvement'.")
     config: Path | None = Field(default=None, description="Run configuration file (YAML/JSON/log) that identifies 'the same short run' for the do-not-repeat rule.")
-    record_file: Path | None = Field(default=None, description="Where passed short runs are recorded (default: <log dir>/.acc-agent/short_run_record.json).")
+    record_file: Path | None = Field(default=None, description="Where passed short runs are recorded (default: .acc-agent/short_run_record.json beside the project's mig.yaml, found from the current folder upwards, else in the current folder; never beside the log).")
     record: bool = Field(default=True, description="Record a pass and check for repeats (--no-record to judge without touching the record file).")
 
 
@@ -135,7 +151,7 @@ def judge_short_run(params: JudgeShortRunInput) -> JudgeShortRunOutput:
     path = str(parsed.path)
     base: dict[str, Any] = {"log_path": path, "metric": params.metric, "band": params.band}
     evidence = [Evidence(kind="file", ref=path, detail=f"format {parsed.format}"),
-                Evidence(kind="threshold", ref=f"band {params.band.low:.0%}-{params.band.high:.0%}", detail="seed §8.1.1 default 30-50 %, Mig_Readme §3.1 may override")]
+                Evidence(kind="threshold", ref=f"band {params.band.low:.0%}-{params.band.high:.0%}", detail="default 30-50 % cumulative drop over the window; the dataset notes (Mig_Readme §3.1) may narrow it")]
     if not parsed.has_metrics:
         reason = f"no recognisable metric in {path} ({parsed.detection})"
         return JudgeShortRunOutput(verdict="insufficient_data", summary=reason, evidence=evidence, window=params.window, reason=reason, **base)
@@ -150,7 +166,10 @@ def judge_short_run(params: JudgeShortRunInput) -> JudgeShortRunOutput:
     hi = params.window.end_step if params.window.end_step is not None else int(steps[-1])
     sel = (steps >= lo) & (steps <= hi)
     w_steps, w_vals = steps[sel], values[sel]
-    window = Window(start_step=int(w_steps[0]) if w_steps.size else lo, end_step=int(w_steps[-1]) if w_steps.size else hi)
+    first, last = (int(w_steps[0]), int(w_steps[-1])) if w_steps.size else (lo, hi)
+    # The window actually used. One point (or a start past the log's last step) has no span, which
+    # Window refuses: the end is then left open (null), and the verdict says too few points.
+    window = Window(start_step=first, end_step=last if last > first else None)
     evidence.append(Evidence(kind="steps", ref=f"{params.metric} steps {window.start_step}-{window.end_step} ({w_steps.size} points)",
                              detail=f"run {run.index}" + (f", lines {run.start_line}-{run.end_line}" if run.start_line else "")))
     common: dict[str, Any] = dict(base, run=run.index, window=window, points=int(w_steps.size))
@@ -184,12 +203,13 @@ def judge_short_run(params: JudgeShortRunInput) -> JudgeShortRunOutput:
     band_txt = f"{params.band.low:.0%}-{params.band.high:.0%}"
     last_step = int(w_steps[-1])
 
-    # seed §8.2: beyond the threshold without clear improvement
+    # beyond the step threshold without clear improvement: more steps will not help
     if last_step > params.stall_steps and drop.relative_drop < params.improvement_threshold:
         return JudgeShortRunOutput(
             verdict="stalled",
-            summary=f"{params.metric} dropped only {pct:.1f}% over {span} (beyond {params.stall_steps} cumulative steps): stop adding steps; suspect the model, code or data pipeline (seed §8.2)",
-            evidence=evidence + [Evidence(kind="threshold", ref=f"{params.stall_steps} steps, improvement < {params.improvement_threshold:.0%}", detail="seed §8.2")],
+            summary=f"{params.metric} {_moved(pct)} over {span} (beyond {params.stall_steps} cumulative steps without clear improvement): stop adding steps; suspect the model, code or data pipeline",
+            evidence=evidence + [Evidence(kind="threshold", ref=f"{params.stall_steps} steps, improvement < {params.improvement_threshold:.0%}",
+                                          detail="beyond this many steps without clear improvement, more steps will not help")],
             checklist=CHECKLIST_8_2, **numbers, **common,
         )
 
@@ -205,8 +225,8 @@ def judge_short_run(params: JudgeShortRunInput) -> JudgeShortRunOutput:
                         f"Either judge a window to ~step {suggested}, or write a band that fits this window in Mig_Readme §3.1 notes "
                         f"(large models drop a few percent in 10-15 iterations).")
         else:
-            band_fit = "the loss is not falling over this window (trend >= 0): a longer window will not help — check code, data and learning rate first (seed §8.2 list)."
-        summary = f"{params.metric} dropped {pct:.1f}% over {span}, below the {band_txt} band"
+            band_fit = "the loss is not falling over this window (trend >= 0): a longer window will not help — check code, data and learning rate first (see checklist)."
+        summary = f"{params.metric} {_moved(pct)} over {span}, below the {band_txt} band"
     elif drop.relative_drop <= params.band.high:
         verdict = "pass"
         summary = f"{params.metric} dropped {pct:.1f}% over {span}, inside the {band_txt} band: short run passed — stop here, do not repeat it"
@@ -220,7 +240,7 @@ def judge_short_run(params: JudgeShortRunInput) -> JudgeShortRunOutput:
 
 
 def _repeat_rule(params: JudgeShortRunInput, out: JudgeShortRunOutput, run: object, fmt: str) -> None:
-    """Seed §8.1.1 'stop once passed': flag a different log of the same short run after a pass."""
+    """Stop once passed: flag a different log of the same short run after a pass."""
     if not params.record:
         out.repeat_check = f"not checked ({option('record', False)})"
         return
@@ -228,7 +248,7 @@ def _repeat_rule(params: JudgeShortRunInput, out: JudgeShortRunOutput, run: obje
     if digest is None:
         out.repeat_check = "not possible: " + source
         return
-    record_path = params.record_file or params.log.resolve().parent / RECORD_NAME
+    record_path = params.record_file or default_record_file()
     out.record_file = str(record_path)
     records, problem = _load_records(record_path)
     if problem:
@@ -248,7 +268,7 @@ def _repeat_rule(params: JudgeShortRunInput, out: JudgeShortRunOutput, run: obje
         out.repeat_check = f"same configuration ({source}) already passed with {prev.log_path} on {prev.judged_at}"
         out.verdict = "repeat_of_passed"
         out.summary = (f"this short run repeats one that already passed ({prev.log_path}, drop {prev.relative_drop:.1%}): "
-                       "stop — do not rerun a passed short run; go on to formal training (Mig_Readme §5.3, seed §8.2)") if prev.relative_drop is not None else out.summary
+                       "stop — do not rerun a passed short run; go on to formal training (Mig_Readme §5.3)") if prev.relative_drop is not None else out.summary
         out.evidence.append(Evidence(kind="file", ref=str(record_path), detail=f"passed record {prev.fingerprint}"))
         return
     if out.verdict in PASSED:
@@ -260,9 +280,8 @@ def _repeat_rule(params: JudgeShortRunInput, out: JudgeShortRunOutput, run: obje
         payload = {"records": [r.model_dump(mode="json") for r in records] + [rec.model_dump(mode="json")]}
         try:
             record_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = record_path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
-            tmp.replace(record_path)
+            # a unique temporary file: two judges recording at once must not share one ".tmp"
+            atomic_write_text(record_path, json.dumps(payload, indent=2, ensure_ascii=False))
         except OSError as exc:
             out.repeat_check = f"pass NOT recorded: cannot write {record_path} ({exc.strerror or exc}); pass {option('record_file')} to a writable place"
             return

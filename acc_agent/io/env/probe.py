@@ -8,9 +8,13 @@ taking the checker down and lets the check report it with the child's own error 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
+
+from acc_agent.io.process import run_bounded
+
+#: Output kept per stream of the probe (the tail: its JSON line is the last one printed).
+_PROBE_OUTPUT_BYTES = 1 << 20
 
 # The probe prints one JSON line; everything it runs is fixed here, nothing comes from files.
 _PROBE = r"""
@@ -50,19 +54,23 @@ def run_probe(target: str, timeout_s: float, python: str | None = None) -> dict[
     """Run the probe for ``target`` (npu | gpu); returns the child's JSON plus status/elapsed."""
     argv = [python or sys.executable, "-c", probe_code(target)]
     start = time.perf_counter()
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired:
+    # Bounded: the probe prints one JSON line, but a failing import can print pages of warnings;
+    # a timeout kills the probe's whole process group (a hung driver helper included).
+    proc = run_bounded(argv, timeout_s=timeout_s, max_bytes=_PROBE_OUTPUT_BYTES)
+    if proc.timed_out:
         return {"status": "timeout", "elapsed_s": round(time.perf_counter() - start, 3),
                 "error": f"device probe did not finish within {timeout_s:g} s"}
-    except OSError as exc:
-        return {"status": "error", "error": f"could not start {argv[0]}: {exc.strerror}"}
+    if proc.start_error is not None:
+        return {"status": "error", "error": f"could not start {argv[0]}: {proc.start_error}"}
     elapsed = round(time.perf_counter() - start, 3)
     last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     try:
         data = json.loads(last)
-    except json.JSONDecodeError:
-        return {"status": "error", "elapsed_s": elapsed, "returncode": float(proc.returncode),
+    except (json.JSONDecodeError, RecursionError):
+        data = None
+    if not isinstance(data, dict):  # the probe's own line is missing: the child died before printing it
+        return {"status": "error", "elapsed_s": elapsed,
+                "returncode": float(proc.returncode) if proc.returncode is not None else None,
                 "error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:500]}
     result: dict[str, str | float | bool | None] = {
         k: v for k, v in data.items() if isinstance(v, (str, float, int, bool)) or v is None

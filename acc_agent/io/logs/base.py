@@ -131,6 +131,22 @@ def numeric_fields(obj: Mapping[str, object], skip: Collection[str] = ()) -> dic
     return numbers
 
 
+#: Largest step number kept: steps are stored as int64, and no run logs 2^62 steps (a bigger one is damage).
+MAX_STEP = 1 << 62
+
+
+def step_number(value: float | int | None) -> int | None:
+    """A logged step as an int, or None when it is not one a run can have (NaN, Inf, beyond int64).
+
+    Why: JSON and CSV loggers can write ``1e400`` (read as Inf) or ``NaN`` in a step field, and
+    ``int()`` of those raises; a step past int64 would overflow the step arrays later.
+    """
+    if value is None or value != value or value in (float("inf"), float("-inf")):
+        return None
+    step = int(value)
+    return step if -MAX_STEP <= step <= MAX_STEP else None
+
+
 def to_float(text: str) -> float | None:
     """Parse a printed number (``9.757730E-06``, ``'0.6899'``, ``nan``); None if it is not one."""
     text = text.strip().strip("'\"").rstrip(",;")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from acc_agent.errors import AccAgentError
-from acc_agent.io.logs.base import LogFormat, Record
+from acc_agent.io.logs.base import MAX_STEP, LogFormat, Record
 from acc_agent.io.logs.device import Marker, device_for_range, from_filename, scan_line
 from acc_agent.io.logs.formats import ALL_FORMATS, BY_NAME
 from acc_agent.io.logs.formats.tensorboard_events import event_files
@@ -84,7 +84,8 @@ class ParsedLog:
     def run(self, index: int | None) -> RunData:
         """The run a judge should use: ``index`` if given, else the one with the most loss points."""
         if not self.runs:
-            raise AccAgentError("no_runs", f"{self.path} holds no run with metrics", path=str(self.path))
+            raise AccAgentError("no_runs", f"{self.path} holds no run with metrics", path=str(self.path),
+                                hint="Pass the log of a run that printed its loss (check the format with parse_training_log).")
         if index is None:
             return max(self.runs, key=lambda r: (len(r.series.get("loss", ())), sum(len(s) for s in r.series.values())))
         if not 0 <= index < len(self.runs):
@@ -335,6 +336,8 @@ def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
         if step is None and rec.epoch is not None and kind != "summary":
             step = int(rec.epoch) if float(rec.epoch).is_integer() else None
             unit = "epoch"
+        if step is not None and not -MAX_STEP <= step <= MAX_STEP:
+            continue  # a damaged step (or epoch) number, past what the int64 step arrays hold: dropped
         restart = run is None or rec.new_run
         if not restart and kind == "train" and step is not None and last_train is not None:
             assert run is not None

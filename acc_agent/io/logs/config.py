@@ -23,6 +23,8 @@ from acc_agent.io.logs.source import LogSource
 _ARG_LINE = re.compile(r"^\s*([A-Za-z_][\w]*)\s\.{3,}\s(.*?)\s*$")
 _TS_PREFIX = re.compile(r"^\S*\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d\S*\s+-\s+\w+\s+-\s+\w+\s+-")
 MAX_CONFIG_LINES = 20_000
+#: Largest YAML / Python config file read (real ones are kilobytes; comparing settings is quadratic-ish).
+MAX_CONFIG_FILE_BYTES = 1 << 20
 
 # canonical name -> spellings, most specific first (dotted names come from nested configs)
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -78,11 +80,14 @@ def _scalar(text: str) -> Any:
         return t
 
 
-def flatten(obj: Any, prefix: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
+def flatten(obj: Any, prefix: str = "", out: dict[str, Any] | None = None, depth: int = 0) -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; settings nested deeper than 64 levels are not settings."""
     out = {} if out is None else out
+    if depth > 64:  # a JSON document nested a thousand deep would exhaust the stack here
+        return out
     if isinstance(obj, dict):
         for k, v in obj.items():
-            flatten(v, f"{prefix}{k}.", out)
+            flatten(v, f"{prefix}{k}.", out, depth + 1)
     elif isinstance(obj, (list, tuple)) and not all(isinstance(x, (int, float, str, bool)) or x is None for x in obj):
         return out
     else:
@@ -107,20 +112,43 @@ def _literal(node: ast.AST) -> Any:
 def _python_config(block: str) -> dict[str, Any]:
     """Top-level ``name = value`` statements of an mmcv config dump, statement by statement."""
     out: dict[str, Any] = {}
+    # ast.parse raises RecursionError/MemoryError on deeply nested expressions (1+1+...+1, 50,000
+    # deep) and ValueError on NUL bytes: each means "not a config statement", like a SyntaxError.
+    unreadable = (SyntaxError, ValueError, RecursionError, MemoryError)
     try:
         tree = ast.parse(block)
         statements = tree.body
-    except SyntaxError:
+    except unreadable:
         statements = []
         for chunk in re.split(r"\n(?=[A-Za-z_]\w*\s*=)", block):
             try:
                 statements.extend(ast.parse(chunk).body)
-            except SyntaxError:
+            except unreadable:
                 continue
     for st in statements:
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-            out[st.targets[0].id] = _literal(st.value)
+            try:
+                out[st.targets[0].id] = _literal(st.value)
+            except RecursionError:  # a literal nested too deeply to be a setting
+                continue
     return out
+
+
+#: Largest side file (training_args.json) read; the real one is a few kilobytes.
+MAX_SIDE_JSON_BYTES = 16 << 20
+
+
+def _side_json(path: Path) -> Any:
+    """A JSON file read next to a log (training_args.json); unreadable or damaged counts as empty.
+
+    Why not an error: the log itself was readable and already gives settings; the side file only adds.
+    """
+    try:
+        if path.stat().st_size > MAX_SIDE_JSON_BYTES:
+            return {}
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
 
 
 def raw_config_from_log(path: Path) -> tuple[dict[str, Any], str]:
@@ -134,7 +162,7 @@ def raw_config_from_log(path: Path) -> tuple[dict[str, Any], str]:
             flat = {k: doc[k] for k in keys if k in doc}
             args_file = path.with_name("training_args.json")
             if args_file.is_file():
-                flat.update(flatten(json.loads(args_file.read_text(encoding="utf-8"))))
+                flat.update(flatten(_side_json(args_file)))
             return flat, "trainer_state.json fields" + (" + training_args.json" if args_file.is_file() else "")
         return (flatten(doc) if isinstance(doc, dict) else {}), "JSON document"
     settings: dict[str, Any] = {}
@@ -166,8 +194,10 @@ def raw_config_from_log(path: Path) -> tuple[dict[str, Any], str]:
                 settings.update(flatten(_python_config("\n".join(cfg_lines))))
                 where.append(f"Config dump, lines {cfg_start}-{lineno - 1}")
                 in_cfg = False
-            else:
+            elif len(cfg_lines) < MAX_CONFIG_LINES:  # a config dump is a few hundred lines: the rest is skipped
                 cfg_lines.append(line)
+                continue
+            else:
                 continue
         if line.rstrip().endswith("- INFO - Config:"):
             in_cfg, cfg_start, cfg_lines = True, lineno + 1, []
@@ -196,11 +226,16 @@ def raw_config_from_log(path: Path) -> tuple[dict[str, Any], str]:
 def raw_config_from_file(path: Path) -> tuple[dict[str, Any], str]:
     """A YAML/JSON config file, flattened; other files are read as logs."""
     suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml", ".py") and path.is_file() and path.stat().st_size > MAX_CONFIG_FILE_BYTES:
+        raise AccAgentError("config_too_large", f"{path} is {path.stat().st_size >> 10} KiB, not a training config file",
+                            hint="Pass the run's config file (a few kilobytes) or its log.", path=str(path))
     if suffix in (".yaml", ".yml"):
         import yaml
 
+        from acc_agent.io.safe_yaml import load_yaml
+
         try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+            doc = load_yaml(path.read_text(encoding="utf-8"), str(path))  # bounded: flatten() walks every alias
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise AccAgentError("invalid_yaml", f"{path} is not valid YAML: {exc}", hint="Fix the YAML syntax.", path=str(path)) from None
         return (flatten(doc) if isinstance(doc, dict) else {}), "YAML config"

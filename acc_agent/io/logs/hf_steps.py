@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from acc_agent.io.logs.base import Record
+from acc_agent.io.logs.base import Record, step_number
 from acc_agent.io.logs.hf_header import HfRunInfo
 
 STATE_NAME = "trainer_state.json"
@@ -42,7 +42,7 @@ def _state_history(log_path: Path) -> list[dict[str, Any]] | None:
         return None
     try:
         doc = json.loads(state.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # a side file only: when unreadable, steps come from the log
         return None
     history = doc.get("log_history") if isinstance(doc, dict) else None
     return [e for e in history if isinstance(e, dict)] if isinstance(history, list) else None
@@ -64,12 +64,24 @@ def _from_state(train: list[Pending], evals: list[Pending], history: list[dict[s
             agree += 1
     if agree < 0.9 * len(train):
         return False
-    for p, e in zip(train, s_train, strict=True):
-        p.record.step = int(e["step"])
-    if len(s_eval) == len(evals):
-        for p, e in zip(evals, s_eval, strict=True):
-            p.record.step = int(e["step"])
+    train_steps = [_state_step(e) for e in s_train]
+    eval_steps = [_state_step(e) for e in s_eval]
+    if None in train_steps:
+        return False  # a step the state file cannot mean (text, NaN, 1e400): keep the log's own steps
+    for p, step in zip(train, train_steps, strict=True):
+        p.record.step = step
+    if len(s_eval) == len(evals) and None not in eval_steps:
+        for p, step in zip(evals, eval_steps, strict=True):
+            p.record.step = step
     return True
+
+
+def _state_step(entry: dict[str, Any]) -> int | None:
+    """An entry's ``step`` as an int, or None when it is not a number a run can have."""
+    value = entry.get("step")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return step_number(value)
 
 
 def _fit_interval(epochs: list[float], per_epoch: float) -> tuple[int, int] | None:

@@ -206,6 +206,10 @@ class LogSource:
         try:
             with self.path.open("r", encoding="utf-8") as fh:
                 return json.load(fh)
+        except RecursionError:  # json recurses per nesting level; no training log nests a thousand deep
+            raise AccAgentError("invalid_json", f"{self.path} nests lists/objects too deeply to be a training log",
+                                hint="Pass the log the run wrote (trainer_state.json, JSON lines, text); this file is damaged or not a log.",
+                                path=str(self.path)) from None
         except UnicodeDecodeError as exc:
             raise AccAgentError("invalid_utf8", f"{self.path} is not valid UTF-8 at byte {exc.start}", hint="Re-save the file as UTF-8.", path=str(self.path)) from None
         except json.JSONDecodeError as exc:

@@ -211,8 +211,13 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                 "comparison against the bench shows it — a real fault hidden inside low-precision noise.")
     elif final is not None and final is not t and final.m.target_nonfinite and not final.m.golden_nonfinite:
         tail = f"the Inf/NaN reach the end of the pass ({final.name})."
+    elif growth is not None and 0.9 <= growth <= 1.1:
+        tail = (f"after it the error stays about the same to the end (final/here {growth:.2g}), so it explains the "
+                "final difference.")
+    elif growth is not None and growth < 1:
+        tail = f"after it the error shrinks to {growth:.2g}x by the end instead of growing, so it explains the final difference."
     elif growth is not None:
-        tail = f"after it the error changes by {growth:.2g}x to the end instead of growing, so it explains the final difference."
+        tail = f"after it the error grows only {growth:.2g}x more to the end, so it explains the final difference."
     else:
         tail = "it is the last compared call of the pass."
     lead = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterator
 
-from acc_agent.io.logs.base import LogFormat, Record, canonical_name
+from acc_agent.io.logs.base import LogFormat, Record, canonical_name, step_number
 from acc_agent.io.logs.formats.jsonl import STEP_KEYS, split_record
 from acc_agent.io.logs.source import MAX_LINE_CHARS, LogSource, Sample
 
@@ -68,7 +68,7 @@ class CsvMetrics(LogFormat):
             if test_only and any(k.lower().startswith("test_") for k in cells) and self.name == "lightning_csv":
                 values = {"test_" + canonical_name(k[5:]): float(v) for k, v in cells.items() if k.lower().startswith("test_") and _isnum(v)}
                 step = cells.get("step")
-                yield Record(line=lineno, values=values, kind="summary", step=int(float(step)) if step and _isnum(step) else None)
+                yield Record(line=lineno, values=values, kind="summary", step=step_number(float(step)) if step and _isnum(step) else None)
                 continue
             yield from split_record(dict(cells), lineno)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from acc_agent.io.logs.base import LogFormat, Record, canonical_name, numeric_fields
+from acc_agent.io.logs.base import LogFormat, Record, canonical_name, numeric_fields, step_number
 from acc_agent.io.logs.source import LogSource, Sample
 
 _SUMMARY_KEYS = {"train_runtime", "train_loss", "train_samples_per_second", "train_steps_per_second", "total_flos"}
@@ -22,7 +22,7 @@ def hf_record(entry: dict[str, Any], line: int, fallback_step: int | None) -> Re
     if not numbers:
         return None
     step_value = numbers.pop("step", None)
-    step = int(step_value) if step_value is not None else fallback_step
+    step = step_number(step_value) if step_value is not None else fallback_step
     epoch = numbers.pop("epoch", None)
     if _SUMMARY_KEYS & numbers.keys():
         values = {("summary_" + k if k == "train_loss" else canonical_name(k)): v for k, v in numbers.items()}

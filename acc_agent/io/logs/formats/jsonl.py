@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from acc_agent.io.logs.base import LogFormat, Record, canonical_name, numeric_fields
+from acc_agent.io.logs.base import LogFormat, Record, canonical_name, numeric_fields, step_number
 from acc_agent.io.logs.source import LogSource, Sample
 
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "it", "trainer/global_step")
@@ -24,7 +24,7 @@ def split_record(obj: dict[str, object], line: int) -> Iterator[Record]:
     for k in STEP_KEYS:
         numbers.pop(k, None)
     epoch = numbers.pop("epoch", None)
-    step = int(step_val) if step_val is not None else None
+    step = step_number(step_val)
     train = {canonical_name(k): v for k, v in numbers.items() if not k.lower().startswith(_EVAL_PREFIXES)}
     evals = {canonical_name(k): v for k, v in numbers.items() if k.lower().startswith(_EVAL_PREFIXES)}
     if train:
@@ -46,7 +46,7 @@ class JsonLines(LogFormat):
             if text.startswith("{") and text.endswith("}"):
                 try:
                     obj = json.loads(text)
-                except ValueError:
+                except (ValueError, RecursionError):  # RecursionError: a line nested too deeply
                     bad += 1
                     continue
                 if isinstance(obj, dict) and any(isinstance(v, (int, float)) for v in obj.values()):
@@ -64,7 +64,7 @@ class JsonLines(LogFormat):
                 continue
             try:
                 obj = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: a line nested too deeply
                 continue
             if isinstance(obj, dict):
                 yield from split_record(obj, lineno)

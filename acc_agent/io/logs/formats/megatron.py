@@ -154,6 +154,8 @@ class _State:
             if m is None:
                 continue
             step_text, total_text = m.groups()
+            if len(step_text) > 18 or len(total_text) > 18:
+                continue  # not a step a run can reach (int64 holds 18 digits): a damaged line
             self.last_step = step = int(step_text)
             names, row = _fields(line[m.end() :])
             if names is not self.batch_names and self.batch:

@@ -101,6 +101,6 @@ def read_columns(lines: list[str], first_line: int) -> Columns | None:
                 values.append(np.full(n, float(col[0])))
             else:
                 values.append(_to_floats(col, np))
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: a step past int64, for the per-line reader to drop
         return None
     return Columns(first_line, first_line + n - 1, steps, total, names, tuple(values))

@@ -70,6 +70,12 @@ def _loader() -> Any:
 def _scalar(value: Any, tensor_util: Any) -> float | None:
     """The number a summary value holds, if it is a scalar (images, histograms, text are skipped)."""
     if value.HasField("tensor"):
+        # Only a one-element tensor is a scalar. Checked on the shape first: make_ndarray fills the
+        # claimed shape from a single float_val (np.repeat), so a 20-byte record claiming 10^9
+        # elements would allocate 4 GB before it could be refused.
+        dims = [int(d.size) for d in value.tensor.tensor_shape.dim]
+        if any(d != 1 for d in dims):
+            return None
         try:
             arr = tensor_util.make_ndarray(value.tensor)
         except (ValueError, TypeError):

@@ -1,0 +1,676 @@
+"""Chinese forms of the tools' English sentences: (English pattern, Chinese template) pairs.
+
+Why patterns and not message keys: the tools' English text is their output contract, read by agents
+and stored in saved results; the reports must translate exactly that text, including results saved
+by an earlier version. Each pattern captures the computed parts by name (numbers, tensor and module
+names, paths, commands) and the template puts them back unchanged, so both languages print the same
+values. A group whose name starts with ``t_`` is itself tool text and is translated again.
+
+Rules apply longest pattern first, each to the whole text: whole sentences before the clauses and
+phrases they are built from, so a clause rule never breaks a sentence rule. A sentence no rule knows
+keeps its English words; the tests render the demo and the diagnosis fixtures in Chinese and fail on
+any English left, so a new tool sentence shows up there.
+"""
+
+from __future__ import annotations
+
+#: Text inside one pair of parentheses that may itself hold two levels of parentheses.
+_B = r"(?:[^()]|\((?:[^()]|\([^()]*\))*\))*"
+
+RULES: list[tuple[str, str]] = [
+    # ------------------------------------------------------------------ select_baseline
+    (r"complete project log on (?P<device>\w+) with '(?P<metric>[^']+)' \((?P<points>\d+) points, steps "
+     r"(?P<a>-?\d+)-(?P<b>-?\d+); (?P<t_done>[^()]*?)\): quoted as the baseline, no rerun",
+     "完整的项目日志（{device}），含 '{metric}'（{points} 个点，第 {a}–{b} 步；{t_done}）：直接引用为基线，不重跑"),
+    (r"complete project log \(the log does not state its device\) with '(?P<metric>[^']+)' \((?P<points>\d+) points, "
+     r"steps (?P<a>-?\d+)-(?P<b>-?\d+); (?P<t_done>[^()]*?)\): quoted as the baseline, no rerun",
+     "完整的项目日志（日志未写明设备），含 '{metric}'（{points} 个点，第 {a}–{b} 步；{t_done}）：直接引用为基线，不重跑"),
+    (r"reached the announced (?P<n>\d+) iterations", "已达到声明的 {n} 次迭代"),
+    (r"reached the announced (?P<n>\d+) steps", "已达到声明的 {n} 步"),
+    (r"reached the announced (?P<n>\d+) epochs", "已达到声明的 {n} 个 epoch"),
+    (r"stopped at (?P<x>\d+) of the announced (?P<n>\d+) (?:iterations|steps)", "停在声明的 {n} 步中的第 {x} 步"),
+    (r"stopped at (?P<x>\d+) of the announced (?P<n>\d+) epochs", "停在声明的 {n} 个 epoch 中的第 {x} 个"),
+    (r"has evaluation/summary records", "含评估/汇总记录"),
+    (r"no announced end and no evaluation/summary record: completeness cannot be shown",
+     "未声明终点，也无评估/汇总记录：无法证明日志完整"),
+    (r"CPU log used because the project asks for a CPU baseline", "使用 CPU 日志：项目要求 CPU 基线"),
+    (r"CPU log used because no GPU is available and the project log itself is a CPU run",
+     "使用 CPU 日志：无可用 GPU，且项目日志本身就是 CPU 运行"),
+    (r"(?P<t_why>.+?), and no GPU is available: baseline N/A — the comparison is paused rather than made against a "
+     r"misleading reference", "{t_why}，且无可用 GPU：基线 N/A — 暂停对比，而不是与误导性的参照比较"),
+    (r"(?P<t_why>.+?); default baseline is a GPU measurement, but no entry script was found to build the "
+     r"Mig_Readme §2.6 commands \(pass (?P<opt>[^)]+)\)",
+     "{t_why}；默认基线为 GPU 实测，但未找到可据以生成 Mig_Readme §2.6 命令的入口脚本（请传入 {opt}）"),
+    (r"(?P<t_why>.+?): default baseline is a GPU measurement — the user runs the Mig_Readme §2.6 commands built "
+     r"from (?P<entry>\S+)", "{t_why}：默认基线为 GPU 实测 — 由用户运行根据 {entry} 生成的 Mig_Readme §2.6 命令"),
+    (r"; a CPU log exists \((?P<path>[^)]+)\) and can be added as the optional CPU comparison",
+     "；存在 CPU 日志（{path}），可作为可选的 CPU 对比"),
+    (r"no training log found in the project", "项目中未找到训练日志"),
+    (r"no project log qualifies \((?P<t_why>.*)\)$", "没有符合条件的项目日志（{t_why}）"),
+    (r"no '(?P<metric>[^']+)' values", "没有 '{metric}' 数值"),
+    (r"NPU run: that is the migrated side, not a baseline", "NPU 运行：这是迁移侧，不能作为基线"),
+    (r"never mentions dataset '(?P<ds>[^']+)'", "从未提及数据集 '{ds}'"),
+    (r"batch size differs from (?P<bs>\d+)", "batch 大小与 {bs} 不同"),
+    (r"GPU inference baseline \(default\)", "GPU 推理基线（默认）"),
+    (r"GPU training baseline", "GPU 训练基线"),
+    (r"CPU \(optional\)", "CPU（可选）"),
+    (r"(?P<doc>(?:Mig_Readme )?)§3\.1 golden samples / inference acceptance", "{doc}§3.1 golden 样本 / 推理验收"),
+    (r"(?P<doc>(?:Mig_Readme )?)§3\.1 short run / training", "{doc}§3.1 训练短测 / 训练"),
+    (r"(?P<doc>(?:Mig_Readme )?)§3\.1 golden samples", "{doc}§3.1 golden 样本"),
+    (r"Same fixed inputs and preprocessing as the NPU run\.", "与 NPU 运行使用相同的固定输入和预处理。"),
+    (r"Same configuration as the NPU run \(compare-run-configs checks it\)\.",
+     "与 NPU 运行配置相同（compare-run-configs 负责核对）。"),
+    (r"Only when the project asks for CPU; not the default baseline\.", "仅当项目要求 CPU 时使用；不是默认基线。"),
+
+    # ------------------------------------------------------------------ check_environment
+    (r"^(?P<n>\d+) blocking problem\(s\): (?P<names>.+); see each check's fix$", "{n} 个阻断问题：{names}；修复方法见各检查项"),
+    (r"^could not establish (?P<names>.+)$", "无法确定：{names}"),
+    (r"^tests can run directly \((?P<what>.*)\)$", "可直接运行测试（{what}）"),
+    (r"npu-smi output could not be read: (?P<why>.+)", "无法读取 npu-smi 输出：{why}"),
+    (r"Pass the unedited output of `npu-smi info` \(the full table, not a screenshot transcription\)\.",
+     "请提供未经编辑的 `npu-smi info` 输出（完整表格，而非截图转录）。"),
+    (r"Pass the unedited output of `nvidia-smi`\.", "请提供未经编辑的 `nvidia-smi` 输出。"),
+    (r"(?P<n>\d+) chip\(s\): ", "{n} 个芯片："),
+    (r"npu-smi lists the devices \(some rows unreadable: (?P<why>.+)\)", "npu-smi 列出了设备（部分行无法读取：{why}）"),
+    (r"npu-smi lists the devices", "npu-smi 列出了设备"),
+    (r"\(unset: all devices\)", "（未设置：全部设备）"),
+    (r"a run would see device\(s\) (?P<ids>\[[^\]]*\])", "运行时可见设备 {ids}"),
+    (r"ASCEND_RT_VISIBLE_DEVICES lists (?P<bad>\[[^\]]*\]), but only (?P<n>\d+) devices exist",
+     "ASCEND_RT_VISIBLE_DEVICES 列出了 {bad}，但只有 {n} 个设备"),
+    (r"is not a comma-separated list of device ids", "不是以逗号分隔的设备编号列表"),
+    (r"^all OK$", "全部正常"),
+    (r"a visible device does not report Health OK", "有可见设备的 Health 不是 OK"),
+    (r"every visible device reports Health OK", "所有可见设备的 Health 均为 OK"),
+    (r"^idle$", "空闲"),
+    (r"no process or load on the visible devices", "可见设备上没有进程或负载"),
+    (r"AI Core (?P<pct>[\d.]+) % busy", "AI Core 占用 {pct} %"),
+    (r"device memory per chip \(HBM where the chip has it\)", "每个芯片的设备内存（有 HBM 的芯片为 HBM）"),
+    (r"torch is installed", "torch 已安装"),
+    (r"torch is not installed in this environment", "当前环境未安装 torch"),
+    (r"torch_npu is installed", "torch_npu 已安装"),
+    (r"torch_npu \(the Ascend adapter for PyTorch\) is not installed", "torch_npu（PyTorch 的昇腾适配包）未安装"),
+    (r"this torch is a CPU-only build; it cannot use the GPU", "该 torch 为仅 CPU 版本，无法使用 GPU"),
+    (r"MindSpore is installed", "MindSpore 已安装"),
+    (r"MindSpore not installed \(only needed for MindSpore projects\)", "未安装 MindSpore（仅 MindSpore 项目需要）"),
+    (r"(?P<path>\S+) not found: the NPU driver is not installed", "未找到 {path}：NPU 驱动未安装"),
+    (r"(?P<path>\S+version\.info) not found", "未找到 {path}"),
+    (r"no ascend_toolkit_install\.info or version\.cfg under (?P<where>.+)$",
+     "在 {where} 下未找到 ascend_toolkit_install.info 或 version.cfg"),
+    (r"Ascend firmware installed", "昇腾固件已安装"),
+    (r"firmware version not found", "未找到固件版本"),
+    (r"CANN toolkit installed", "CANN toolkit 已安装"),
+    (r"CANN toolkit not found", "未找到 CANN toolkit"),
+    (r"no CANN toolkit to source", "没有可 source 的 CANN toolkit"),
+    (r"CANN environment is set in this shell", "当前 shell 已设置 CANN 环境"),
+    (r"CANN set_env\.sh was not sourced: missing (?P<what>.+)", "未 source CANN set_env.sh：缺少 {what}"),
+    (r"\(none set\)", "（未设置）"),
+    (r"HCCL settings for multi-device runs \(defaults apply when none are set\)", "多卡运行的 HCCL 设置（未设置时使用默认值）"),
+    (r"nvidia-smi output could not be read: (?P<why>.+)", "无法读取 nvidia-smi 输出：{why}"),
+    (r"nvidia-smi lists the GPUs", "nvidia-smi 列出了 GPU"),
+    (r"no compute process on the GPUs", "GPU 上没有计算进程"),
+    (r"compute processes are running on some GPUs", "部分 GPU 上有计算进程在运行"),
+    (r"Wait for the GPU processes to finish", "等待 GPU 上的进程结束"),
+    (r"the device ran a matmul in a child process", "设备在子进程中完成了一次矩阵乘"),
+    (r"device probe failed: (?P<why>.+)", "设备探测失败：{why}"),
+    (r"device not available", "设备不可用"),
+    (r"not run: recorded inputs or --root describe another machine", "未运行：记录的输入或 --root 描述的是另一台机器"),
+    (r"not run: disabled by (?P<opt>.+)", "未运行：已由 {opt} 关闭"),
+    (r"\(after the driver\)", "（在驱动之后安装）"),
+    (r"^installed packages of this Python$", "当前 Python 已安装的包"),
+    (r"^environment variables$", "环境变量"),
+    (r"^environment$", "环境"),
+    (r"^subprocess probe$", "子进程探测"),
+    (r"Record `npu-smi info > npu-smi\.txt` on the target machine and pass (?P<opt>.+)\.",
+     "在目标机上记录 `npu-smi info > npu-smi.txt` 并传入 {opt}。"),
+    (r"not found on PATH", "不在 PATH 中"),
+    (r"Install the Ascend driver \((?P<cmd>[^)]+)\), reboot, then run `npu-smi info`\.",
+     "安装昇腾驱动（{cmd}），重启，然后运行 `npu-smi info`。"),
+    (r"source the CANN set_env\.sh, check `npu-smi info`, then (?P<cmd>`.+`)$",
+     "source CANN 的 set_env.sh，检查 `npu-smi info`，然后运行 {cmd}"),
+    (r"No module named (?P<m>'[^']+')", "没有名为 {m} 的模块"),
+    (r"Inspect with (?P<cmd>`[^`]+`); clear the alarm or pick healthy devices(?P<rest>.*)$", "用 {cmd} 查看；清除告警或选用健康的设备{rest}"),
+    (r"(?P<n>\d+) GPU\(s\): ", "{n} 个 GPU："),
+    (r"(?P<n>\d+) of (?P<m>\d+) visible devices are busy; timings on them would be disturbed",
+     "{m} 个可见设备中有 {n} 个繁忙；在其上计时会受干扰"),
+    (r"every visible device is busy; tests would compete for memory and compute", "所有可见设备都繁忙；测试会争用内存与算力"),
+    (r"Wait for the listed processes to finish \(or stop them\), or select idle devices with ASCEND_RT_VISIBLE_DEVICES",
+     "等待所列进程结束（或停止它们），或用 ASCEND_RT_VISIBLE_DEVICES 选择空闲设备"),
+    (r" with ASCEND_RT_VISIBLE_DEVICES$", "（用 ASCEND_RT_VISIBLE_DEVICES 指定）"),
+    (r"device (?P<i>\d+) \(NPU (?P<n>\d+) chip (?P<c>\d+)\): ", "设备 {i}（NPU {n} 芯片 {c}）："),
+    (r"device (?P<i>\d+): ", "设备 {i}："),
+    (r"process (?P<pid>\d+) (?:(?P<name>\S+) )?holds (?P<mb>\d+) MB", "进程 {pid} {name} 占用 {mb} MB"),
+    (r"(?P<u>\d+) / (?P<t>\d+) MB device memory in use", "已用设备内存 {u} / {t} MB"),
+    (r"torch_npu is built for this torch release", "torch_npu 与该 torch 版本匹配"),
+    (r"torch_npu X\.Y\.Z only works with torch X\.Y\.Z; these differ, so `import torch_npu` fails or misbehaves",
+     "torch_npu X.Y.Z 只能配合 torch X.Y.Z 使用；两者版本不同，`import torch_npu` 会失败或行为异常"),
+    (r"a version string could not be read", "无法读取版本字符串"),
+    (r"\(or install the torch release your torch_npu was built for\)", "（或安装与该 torch_npu 匹配的 torch 版本）"),
+    (r"driver (?P<d>\S+) but npu-smi reports (?P<s>\S+): a reboot may be pending after an upgrade",
+     "驱动为 {d}，但 npu-smi 报告 {s}：升级后可能尚未重启"),
+    (r"Ascend driver installed", "昇腾驱动已安装"),
+    (r"(?P<what>.+): the NPU driver is not installed$", "{what}：NPU 驱动未安装"),
+
+    # ------------------------------------------------------------------ compare_tensors
+    (r"(?P<pct>[\d.]+%) of elements within rtol=(?P<r>\S+), atol=(?P<a>\S+) \(needs (?P<need>[\d.]+%)\); max abs err "
+     r"(?P<mae>\S+)", "{pct} 的元素在 rtol={r}、atol={a} 内（要求 {need}）；最大绝对误差 {mae}"),
+    (r"all checked: (?P<pct>[\d.]+%) within rtol=(?P<r>\S+), atol=(?P<a>[^;\s]+)", "全部检查：{pct} 在 rtol={r}、atol={a} 内"),
+    (r"; dtype target (?P<t>\S+) vs golden (?P<g>\S+)", "；dtype 目标侧 {t}，golden 侧 {g}"),
+    (r"target has (?P<tn>\d+) NaN / (?P<ti>\d+) Inf, golden (?P<gn>\d+) / (?P<gi>\d+)",
+     "目标侧有 {tn} 个 NaN / {ti} 个 Inf，golden 侧 {gn} / {gi}"),
+
+    # ------------------------------------------------------------------ compare_dumps: summary and rows
+    (r"(?P<n>\d+) tensor pairs compared \((?P<t_by>(?:[^()]|\([^()]*\))*)\): (?P<p>\d+) pass, (?P<w>\d+) warning, (?P<e>\d+) error, "
+     r"(?P<s>\d+) skipped; unmatched (?P<ug>\d+) golden / (?P<ut>\d+) target",
+     "共对比 {n} 对张量（{t_by}）：{p} 通过，{w} 警告，{e} 错误，{s} 跳过；未配对 golden {ug} 个 / 目标 {ut} 个"),
+    (r"(?P<n>\d+) by tensor", "{n} 对按张量"),
+    (r"(?P<n>\d+) by statistics", "{n} 对按统计量"),
+    (r"(?P<n>\d+) by md5 \(\+statistics\)", "{n} 对按 md5（+统计量）"),
+    (r"; (?P<n>\d+) non-tensor arguments compared, (?P<f>\d+) flagged", "；对比了 {n} 个非张量参数，{f} 个被标记"),
+    (r"; worst: (?P<name>\S+) \((?P<t_status>error|warning): (?P<t_msg>.*)\); first divergence: (?P<fd>\S+)$",
+     "；最差：{name}（{t_status}：{t_msg}）；首个偏离点：{fd}"),
+    (r"; worst: (?P<name>\S+) \((?P<t_status>error|warning): (?P<t_msg>.*)\)$", "；最差：{name}（{t_status}：{t_msg}）"),
+    (r"; first divergence: (?P<fd>\S+)$", "；首个偏离点：{fd}"),
+    (r"^error$", "错误"), (r"^warning$", "警告"),
+    (r"first divergence; only (?P<pct>[\d.]+%) of elements within tolerance \(< (?P<need>\d+%)\)",
+     "首个偏离点；仅 {pct} 的元素在容差内（< {need}）"),
+    (r"only (?P<pct>[\d.]+%) of elements within tolerance \(< (?P<need>\d+%)\)", "仅 {pct} 的元素在容差内（< {need}）"),
+    (r"beyond precision \((?P<x>\S+)x the allowed error\)", "超出精度（允许误差的 {x} 倍）"),
+    (r"^first divergence$", "首个偏离点"),
+    (r"^first divergence; ", "首个偏离点；"),
+    (r"cosine (?P<c>\S+) < (?P<lim>\S+)", "余弦 {c} < {lim}"),
+
+    # ------------------------------------------------------------------ diagnosis: first divergence reasons
+    (r"relative (?:L2 )?error (?P<err>\S+) = (?P<x>\S+)x the allowed error \((?P<bench>\S+)x the bench's error\) while "
+     r"every input of (?P<node>\S+) is within precision",
+     "相对 L2 误差 {err} = 允许误差的 {x} 倍（bench 误差的 {bench} 倍），而 {node} 的每个输入都在精度范围内"),
+    (r"relative (?:L2 )?error (?P<err>\S+) = (?P<x>\S+)x the allowed error \(what its inputs' error and one rounding "
+     r"explain\) while every input of (?P<node>\S+) is within precision",
+     "相对 L2 误差 {err} = 允许误差的 {x} 倍（以其输入误差加一次舍入所能解释的为准），而 {node} 的每个输入都在精度范围内"),
+    (r"statistics differ by (?P<err>\S+) = (?P<x>\S+)x the allowed error \((?P<bench>\S+)x the bench's error\) while "
+     r"every input of (?P<node>\S+) is within precision",
+     "统计量相差 {err} = 允许误差的 {x} 倍（bench 误差的 {bench} 倍），而 {node} 的每个输入都在精度范围内"),
+    (r"statistics differ by (?P<err>\S+) = (?P<x>\S+)x the allowed error \(what its inputs' error and one rounding "
+     r"explain\) while every input of (?P<node>\S+) is within precision",
+     "统计量相差 {err} = 允许误差的 {x} 倍（以其输入误差加一次舍入所能解释的为准），而 {node} 的每个输入都在精度范围内"),
+    (r" \((?P<n>\d+) of them fail msprobe's bar of cosine 0\.99 / MaxAbsErr 1e-3; why each was discounted follows\)",
+     "（其中 {n} 个未达到 msprobe 的标准：余弦 0.99 / MaxAbsErr 1e-3；各自被排除的原因见下文）"),
+    (r" \((?P<n>\d+) of them fail msprobe's bar: see the diagnosis' discounted_rows\)",
+     "（其中 {n} 个未达到 msprobe 的标准，见诊断中被排除的行）"),
+    (r" within precision", "（在精度范围内）"),
+    (r"(?P<node>\S+) is the first call whose inputs are finite and whose output holds Inf/NaN on the target "
+     r"\((?P<i>\d+) Inf, (?P<n>\d+) NaN where the golden has none\): an overflow",
+     "{node} 是第一个输入有限而目标侧输出含 Inf/NaN 的调用（{i} 个 Inf，{n} 个 NaN，golden 侧没有）：溢出"),
+    (r"the network's input (?P<name>\S+) already differs \((?P<t_err>" + _B + r")\): the two runs were not fed the same data",
+     "网络输入 {name} 已经不同（{t_err}）：两次运行的输入数据不同"),
+    (r"the first compared tensor already differs: the two runs were not fed the same data",
+     "第一个对比的张量就已不同：两次运行的输入数据不同"),
+    (r"argument (?P<arg>\S+) of (?P<node>\S+) is (?P<tv>.+?) on the target but (?P<gv>.+?) on the golden; its tensor "
+     r"inputs agree and its output (?P<out>\S+) differs \((?P<t_err>" + _B + r")\)",
+     "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；其张量输入一致，而输出 {out} 不同（{t_err}）"),
+    (r"(?P<name>\S+) \((?P<t_what>a parameter or buffer|an index or mask tensor|a tensor no dumped call produced|an "
+     r"input)\) already differs \((?P<t_err>[^;]*); (?P<t_how>" + _B + r")\) while every tensor before it agrees"
+     r"(?P<t_seen>(?: within precision)?(?: \(" + _B + r"\))?): the difference enters (?P<node>\S+) through (?P<arg>\S+)",
+     "{name}（{t_what}）已经不同（{t_err}；{t_how}），而其之前的所有张量都一致{t_seen}：差异经由 {arg} 进入 {node}"),
+    (r"^a parameter or buffer$", "参数或缓冲区"), (r"^an index or mask tensor$", "索引或掩码张量"),
+    (r"^a tensor no dumped call produced$", "不由任何已 dump 调用产生的张量"), (r"^an input$", "输入"),
+    (r"(?P<x>\S+)x what a cast explains", "为一次类型转换所能解释的 {x} 倍"),
+    (r"integer, bool and reordered tensors must match exactly", "整数、布尔及重排后的张量必须完全一致"),
+    (r"(?P<name>\S+) differs \((?P<t_err>" + _B + r")\) while every recorded tensor before it agrees(?P<t_seen>(?: within "
+     r"precision)?(?: \(" + _B + r"\))?): it was computed inside "
+     r"(?P<c>\S+), between recorded modules \(a functional call such as an activation or scaling, an in-place change, "
+     r"or an operator the dump does not record\)",
+     "{name} 不同（{t_err}），而其之前记录的所有张量都一致{t_seen}：它在 {c} 内、记录的模块之间计算（如激活或缩放等函数调用、原地修改，"
+     "或 dump 未记录的算子）"),
+    (r"(?P<name>\S+) differs \((?P<t_err>" + _B + r")\) while every recorded tensor before it agrees(?P<t_seen>(?: within "
+     r"precision)?(?: \(" + _B + r"\))?): it was computed "
+     r"\(a hook, an in-place change, or an operator msprobe did not dump\)",
+     "{name} 不同（{t_err}），而其之前记录的所有张量都一致{t_seen}：它由 hook、原地修改或 msprobe 未 dump 的算子计算"),
+    (r"(?P<name>\S+) differs \((?P<t_err>" + _B + r")\) although it is the same data as (?P<src>\S+), which agrees: it was "
+     r"changed between the two calls inside (?P<c>\S+), between recorded modules \(a functional call such as an "
+     r"activation or scaling, an in-place change, or an operator the dump does not record\)",
+     "{name} 不同（{t_err}），但它与一致的 {src} 是同一数据：它在两次调用之间、{c} 内记录的模块之间被修改（如激活或缩放等函数"
+     "调用、原地修改，或 dump 未记录的算子）"),
+    (r"(?P<name>\S+) differs \((?P<t_err>" + _B + r")\) although it is the same data as (?P<src>\S+), which agrees: it was "
+     r"changed between the two calls \(a hook, an in-place change, or an operator msprobe did not dump\)",
+     "{name} 不同（{t_err}），但它与一致的 {src} 是同一数据：它在两次调用之间被 hook、原地修改或 msprobe 未 dump 的算子修改"),
+    (r"a tensor is far beyond precision but the next calls that take this tensor received the golden data: a "
+     r"comparison/layout mismatch rather than a computation that went wrong",
+     "一个张量远超精度，但接收它的后续调用拿到的是 golden 数据：是对比或布局不匹配，而不是计算出错"),
+    (r"a tensor is far beyond precision but the network's final outputs agree: a comparison/layout mismatch rather "
+     r"than a computation that went wrong", "一个张量远超精度，但网络最终输出一致：是对比或布局不匹配，而不是计算出错"),
+    (r"^relative (?:L2 )?error (?P<e>\S+)$", "相对 L2 误差 {e}"),
+    (r"^statistics differ by (?P<e>\S+)$", "统计量相差 {e}"),
+
+    # ------------------------------------------------------------------ diagnosis: explanations
+    (r"^The forward pass agrees; in the backward pass: (?P<t_rest>.+)$", "前向一致；反向中：{t_rest}"),
+    (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision; ",
+     "单点跳变：{node} 的输入一致，输出却超出精度 {x} 倍；"),
+    (r"Overflow: (?P<node>\S+) is the first call to produce Inf/NaN from finite inputs; ",
+     "溢出：{node} 是第一个由有限输入产生 Inf/NaN 的调用；"),
+    (r"The difference enters (?P<node>\S+) through its argument (?P<arg>\S+) \((?P<t_d>" + _B + r")\); ",
+     "差异经由参数 {arg} 进入 {node}（{t_d}）；"),
+    (r"The difference enters (?P<node>\S+) through its argument (?P<arg>\S+); ", "差异经由参数 {arg} 进入 {node}；"),
+    (r"The difference enters between calls, at (?P<where>\S+) \((?P<arg>\S+) of (?P<node>\S+) differs from the output "
+     r"it is\); ", "差异在调用之间进入，位于 {where}（{node} 的 {arg} 与其所对应的输出不同）；"),
+    (r"in the (?P<t_dir>forward|backward) pass; ", "发生在{t_dir}中；"),
+    (r"^forward$", "前向"), (r"^backward$", "反向"),
+    (r"after it the error changes by (?P<g>\S+)x to the end instead of growing, so it explains the final difference\.",
+     "此后到末尾误差变为 {g} 倍而没有继续增长，因此它解释了最终的差异。"),
+    (r"after it the error stays about the same to the end \(final/here (?P<g>[^)]+)\), so it explains the final "
+     r"difference\.", "此后到末尾误差大致不变（末尾/此处 = {g}），因此它解释了最终的差异。"),
+    (r"after it the error shrinks to (?P<g>\S+)x by the end instead of growing, so it explains the final difference\.",
+     "此后到末尾误差缩小到 {g} 倍而没有继续增长，因此它解释了最终的差异。"),
+    (r"after it the error grows only (?P<g>\S+)x more to the end, so it explains the final difference\.",
+     "此后到末尾误差只再增长 {g} 倍，因此它解释了最终的差异。"),
+    (r"its effect on the final outputs stays within the bench's rounding noise, so only the layer-by-layer comparison "
+     r"against the bench shows it — a real fault hidden inside low-precision noise\.",
+     "它对最终输出的影响仍在 bench 的舍入噪声内，只有与 bench 的逐层对比才能发现 — 是隐藏在低精度噪声中的真实问题。"),
+    (r"the Inf/NaN reach the end of the pass \((?P<name>\S+)\)\.", "Inf/NaN 一直传到该方向的末尾（{name}）。"),
+    (r"it is the last compared call of the pass\.", "它是该方向最后一个被对比的调用。"),
+    (r" Measured on its recorded tensors: (?P<t_s>.+?)\.(?= |$)", " 在其记录的张量上实测：{t_s}。"),
+    (r" It is also the first layer that computes anything, so a precision setting applied to every layer "
+     r"\(quantisation, lower-precision kernels\) would look the same here: re-run this layer alone in higher precision "
+     r"to tell the two apart\.",
+     " 它也是第一个进行计算的层，对所有层生效的精度设置（量化、低精度内核）在这里看起来也会一样：单独以更高精度重跑这一层即可区分两者。"),
+    (r" (?P<n>\d+) earlier rows? of this pass fails? msprobe's bar \(cosine < 0\.99 or MaxAbsErr > 1e-3\) and "
+     r"(?:were|was) discounted: (?P<t_list>.+?)(?:; and (?P<more>\d+) more)?(?:; see discounted_rows)?\.$",
+     " 该方向中较早的 {n} 行未达到 msprobe 的标准（余弦 < 0.99 或 MaxAbsErr > 1e-3），已被排除：{t_list}。"),
+    (r"(?P<row>[A-Za-z][\w.]*\.\d+) \((?P<t_why>relative (?:L2 )?error [^()]*\([^()]*\): [^()]*)\)", "{row}（{t_why}）"),
+    (r"relative (?:L2 )?error (?P<e>\S+) is within what precision explains at this point of the dataflow \((?P<x>\S+)x "
+     r"the allowed error\): MaxAbsErr above 1e-3 comes from the size of the values, not from a fault",
+     "相对 L2 误差 {e} 在数据流此处精度所能解释的范围内（允许误差的 {x} 倍）：MaxAbsErr 超过 1e-3 源于数值本身较大，而非故障"),
+    (r"relative (?:L2 )?error (?P<e>\S+) is within what precision explains at this point of the dataflow \((?P<x>\S+)x "
+     r"the allowed error\): the cosine of a tensor this small or this close to zero moves with rounding",
+     "相对 L2 误差 {e} 在数据流此处精度所能解释的范围内（允许误差的 {x} 倍）：如此小或接近 0 的张量，其余弦会随舍入变化"),
+    (r"(?P<share>\d+%) of it is the mask fill (?P<fill>\S+) on both sides; without those positions its relative (?:L2 )?"
+     r"error is (?P<e>\S+), within what precision explains there",
+     "其中 {share} 是两侧相同的掩码填充值 {fill}；去掉这些位置后其相对 L2 误差为 {e}，在该处精度所能解释的范围内"),
+    (r"not judged \(no error figure\)", "未判定（无误差数值）"),
+    (r"an enclosing module's output: the calls recorded inside it are judged instead", "外层模块的输出：改为判定其内部记录的调用"),
+    (r"beyond precision, but the difference does not reach the calls that take it", "超出精度，但差异没有传到使用它的调用"),
+    (r"No row could be judged \(no tensor pair with data, statistics or md5 on both sides\), so no layer can be blamed\.",
+     "没有任何一行可以判定（两侧都没有带数据、统计量或 md5 的张量对），因此无法归咎于任何层。"),
+    (r"All (?P<n>\d+) compared tensors of the (?P<t_dir>forward|backward) pass are within what precision explains "
+     r"\(largest: (?P<name>\S+) at (?P<x>\S+)x the allowed error\)\. The layers agree; a wrong final result comes from "
+     r"after the dumped part of the network\.",
+     "{t_dir}中对比的 {n} 个张量都在精度所能解释的范围内（最大：{name}，为允许误差的 {x} 倍）。各层一致；最终结果若有误，来自网络中 dump 范围之后的部分。"),
+    (r"(?P<name>\S+) exceeds the judged precision slightly \((?P<x>\S+)x\) but stays inside the dtype budget and the "
+     r"final outputs agree: an isolated rounding excursion, not a fault\.",
+     "{name} 略超判定精度（{x} 倍），但仍在 dtype 预算内且最终输出一致：是孤立的舍入偏移，不是故障。"),
+    (r"The error starts at (?P<start>\S+) \((?P<e>\S+) relative\) and keeps growing to (?P<f>\S+) at the end "
+     r"\((?P<g>\S+)x\): many layers each add a little, no single operator is at fault\. Fastest growth: (?P<names>.+)\.$",
+     "误差从 {start} 开始（相对误差 {e}），一直增长到末尾的 {f}（{g} 倍）：许多层各自增加一点，没有单个算子出错。增长最快：{names}。"),
+    (r"(?P<name>\S+) is far off while (?P<t_why>the next calls that take this tensor received the golden data|the "
+     r"network's final outputs agree), and the data says why: (?P<facts>.+)\. The pair matches after that "
+     r"transformation, so the layer is fine and only its layout/pairing differs\.",
+     "{name} 相差很大，但{t_why}，数据给出了原因：{facts}。经此变换后两者一致，因此该层没有问题，只是布局或配对不同。"),
+    (r"(?P<name>\S+) is far off while (?P<t_why>the next calls that take this tensor received the golden data|the "
+     r"network's final outputs agree): the tensors compared are probably not the same thing \(renamed, fused, in-place "
+     r"or re-laid-out operators, or a dump written at another moment\)\. No transpose/reshape of the golden tensor "
+     r"explains it\.",
+     "{name} 相差很大，但{t_why}：对比的张量很可能不是同一个东西（改名、融合、原地或重新布局的算子，或在另一时刻写出的 dump）。"
+     "golden 张量的任何转置或 reshape 都无法解释它。"),
+    (r"^the next calls that take this tensor received the golden data$", "接收该张量的后续调用拿到的是 golden 数据"),
+    (r"^the network's final outputs agree$", "网络的最终输出一致"),
+    (r"The network input already differs \((?P<name>\S+)\); measured on the data: (?P<facts>.+)\.$",
+     "网络输入已经不同（{name}）；数据实测：{facts}。"),
+    (r"The network input already differs \((?P<name>\S+), (?P<t_err>" + _B + r")\)(?P<t_rest>.*)$", "网络输入已经不同（{name}，{t_err}）{t_rest}"),
+    (r": the inputs are different data \(other token ids: another sample or tokenizer\)\.",
+     "：输入是不同的数据（token id 不同：另一个样本或 tokenizer）。"),
+    (r" and no channel reversal, axis permutation or affine \(mean/std\) map of the golden input explains it: the inputs "
+     r"are different data \(another sample, augmentation, tokenizer\)\.",
+     "，且 golden 输入的通道反转、轴置换或仿射（均值/标准差）映射都无法解释它：输入是不同的数据（另一个样本、数据增强或 tokenizer）。"),
+    (r" Ranks: the divergence starts on (?P<rank>[^;.；\s]+)", " 各 rank：偏离从 {rank} 开始"),
+    (r"(?<=无问题的 rank：)none", "无"),
+    (r"; (?P<ranks>\S+(?:, \S+)*) only receives? it through a collective \(its own inputs agree\)",
+     "；{ranks} 只是通过集合通信收到它（其自身输入一致）"),
+    (r"; (?P<ranks>\S+(?:, \S+)*) diverge too \(later or on their own\)", "；{ranks} 也有偏离（更晚或各自独立）"),
+    (r"; clean: (?P<ranks>[^.]+)\.$", "；无问题的 rank：{ranks}。"),
+    (r" All (?P<n>\d+) ranks are clean\.", " 全部 {n} 个 rank 均无问题。"),
+
+    # ------------------------------------------------------------------ diagnosis: probes (measured behaviour)
+    (r"the target output of (?P<key>\S+) equals the sigmoid-approximated \(quick, x\*sigmoid\(1\.702x\)\) GELU of its "
+     r"input \(residual (?P<r>\S+)\)", "{key} 的目标侧输出等于其输入的 sigmoid 近似（quick，x*sigmoid(1.702x)）GELU（残差 {r}）"),
+    (r"the target output of (?P<key>\S+) equals the tanh-approximated GELU of its input \(residual (?P<r>\S+)\)",
+     "{key} 的目标侧输出等于其输入的 tanh 近似 GELU（残差 {r}）"),
+    (r"the target output of (?P<key>\S+) equals the exact \(erf\) GELU of its input \(residual (?P<r>\S+)\)",
+     "{key} 的目标侧输出等于其输入的精确（erf）GELU（残差 {r}）"),
+    (r"the target output of (?P<key>\S+) equals the (?P<what>[^()]+?) GELU of its input \(residual (?P<r>\S+)\)",
+     "{key} 的目标侧输出等于其输入的 {what} GELU（残差 {r}）"),
+    (r"the target output of (?P<key>\S+) equals the normalisation with eps=(?P<eps>\S+)", "{key} 的目标侧输出等于 eps={eps} 的归一化"),
+    (r"the target output of (?P<key>\S+) equals normalisation with the batch's own statistics",
+     "{key} 的目标侧输出等于用 batch 自身统计量做的归一化"),
+    (r"the target output of (?P<key>\S+) equals normalisation with the running mean and variance",
+     "{key} 的目标侧输出等于用 running mean 和 variance 做的归一化"),
+    (r"the target output of (?P<key>\S+) equals the softmax of its input over dim (?P<d>\S+)",
+     "{key} 的目标侧输出等于其输入在 dim {d} 上的 softmax"),
+    (r"re-computing (?P<key>\S+) in float64 from the target's own recorded inputs ", "用目标侧自身记录的输入以 float64 重算 {key} "),
+
+    # ------------------------------------------------------------------ diagnosis: next actions (advice.py, explain.py)
+    (r"^Measured: (?P<t_s>.+?)\. (?P<t_fix>.+)$", "实测：{t_s}。{t_fix}"),
+    (r"^Measured: (?P<t_s>.+?)\.$", "实测：{t_s}。"),
+    (r"Use the same GELU on both sides \(approximate='none' for the exact one, or 'tanh' on both\)\.",
+     "两侧使用同一种 GELU（精确版用 approximate='none'，或两侧都用 'tanh'）。"),
+    (r"Use the same GELU on both sides \(approximate='tanh' on both, or the exact one on both\)\.",
+     "两侧使用同一种 GELU（两侧都用 approximate='tanh'，或都用精确版）。"),
+    (r"Use the same GELU on both sides: the target runs the quick \(sigmoid\) approximation, often a fused NPU kernel "
+     r"or a model config's hidden_act \('quick_gelu'\); switch it to the golden's\.",
+     "两侧使用同一种 GELU：目标侧运行的是 quick（sigmoid）近似，常见于融合的 NPU 内核或模型配置的 hidden_act（'quick_gelu'）；"
+     "改为与 golden 侧一致。"),
+    (r"Call model\.eval\(\) on the target \(or freeze this BatchNorm\) so it normalises with its running statistics\.",
+     "在目标侧调用 model.eval()（或冻结该 BatchNorm），使其用 running 统计量归一化。"),
+    (r"Run the target in the same mode as the golden \(train mode if the golden normalises with batch statistics\)\.",
+     "让目标侧以与 golden 相同的模式运行（若 golden 用 batch 统计量归一化则用 train 模式）。"),
+    (r"Set the same eps on both sides \(model config / the fused kernel's argument\)\.", "两侧设置相同的 eps（模型配置或融合内核的参数）。"),
+    (r"Make the softmax run over the same dim on both sides \(check the layout the tensor has there\)\.",
+     "让两侧的 softmax 在同一个 dim 上计算（检查该处张量的布局）。"),
+    (r"Turn dropout off in both runs for the comparison \(model\.eval\(\), or p=0\)\.", "对比时在两次运行中都关闭 dropout（model.eval() 或 p=0）。"),
+    (r"The operator is consistent with its inputs on the target: look at what feeds it \(an input or argument this dump "
+     r"does not compare\) before suspecting the kernel\.",
+     "目标侧该算子与其输入一致：在怀疑内核之前，先检查输入它的东西（本 dump 未对比的输入或参数）。"),
+    (r"The kernel itself is the suspect: reproduce it alone from the recorded inputs \(below\) before reporting it\.",
+     "内核本身可疑：上报之前，先用记录的输入（见下）单独复现它。"),
+    (r"Check that the layer runs in the same mode on both sides: model\.eval\(\) before inference \(train mode normalises "
+     r"with the batch's own statistics and updates the running ones\)\.",
+     "检查两侧该层的运行模式是否相同：推理前调用 model.eval()（train 模式用 batch 自身统计量归一化并更新 running 统计量）。"),
+    (r"Check that the running mean/variance were loaded from the checkpoint \(not left at 0/1\) and that eps and momentum "
+     r"are the same\.", "检查 running mean/variance 是否从 checkpoint 加载（而非停留在 0/1），以及 eps 与 momentum 是否相同。"),
+    (r"Check the epsilon on both sides \(1e-5 vs 1e-6 vs 1e-12 differ in configs and fused kernels\)\.",
+     "检查两侧的 epsilon（配置和融合内核中 1e-5、1e-6、1e-12 各不相同）。"),
+    (r"Check fused vs decomposed: a fused NPU normalisation may compute the variance in another dtype; compare with the "
+     r"decomposed form \(mean, variance, rsqrt\) kept in FP32\.",
+     "检查融合与分解实现：融合的 NPU 归一化可能以另一种 dtype 计算方差；与保持 FP32 的分解形式（mean、variance、rsqrt）对比。"),
+    (r"Check the mask reaching the softmax: the fill value \(-inf, -10000, dtype minimum\), the masked positions and the "
+     r"dim the softmax runs over\.", "检查进入 softmax 的掩码：填充值（-inf、-10000、dtype 最小值）、被掩码的位置以及 softmax 所在的 dim。"),
+    (r"Check the scale applied before it \(1/sqrt\(head_dim\)\) and the dtype it runs in \(FP32 softmax vs FP16\)\.",
+     "检查其之前的缩放（1/sqrt(head_dim)）以及其运行的 dtype（FP32 softmax 还是 FP16）。"),
+    (r"Check the attention mask \(causal offset, padding mask, fill value\) and the scale \(1/sqrt\(head_dim\)\)\.",
+     "检查 attention 掩码（因果偏移、padding 掩码、填充值）和缩放（1/sqrt(head_dim)）。"),
+    (r"Check the layout the fused attention kernel expects \(BSH vs BNSD, head count\) and the softmax dtype\.",
+     "检查融合 attention 内核期望的布局（BSH 还是 BNSD、head 数）以及 softmax 的 dtype。"),
+    (r"Check the weight's layout and conversion: a checkpoint converted for another framework may hold it transposed or "
+     r"split/merged differently \(q/k/v fused, gate/up fused\)\.",
+     "检查权重的布局与转换：为其他框架转换的 checkpoint 可能是转置的，或拆分/合并方式不同（q/k/v 融合、gate/up 融合）。"),
+    (r"Check the accumulation dtype: an FP16/BF16 matmul that accumulates in low precision \(or HF32 on the NPU\) loses "
+     r"more than the golden's FP32 accumulation; keep this layer in FP32 to see\.",
+     "检查累加 dtype：以低精度累加的 FP16/BF16 矩阵乘（或 NPU 上的 HF32）比 golden 的 FP32 累加损失更多；将该层保持 FP32 即可验证。"),
+    (r"Check the data layout \(NCHW vs NHWC\) and the weight layout, padding, stride, dilation and groups\.",
+     "检查数据布局（NCHW 还是 NHWC）以及权重布局、padding、stride、dilation 和 groups。"),
+    (r"Check the convolution algorithm's accumulation dtype \(FP16 accumulation on the NPU vs FP32\)\.",
+     "检查卷积算法的累加 dtype（NPU 上 FP16 累加还是 FP32）。"),
+    (r"Check that dropout is off in evaluation \(model\.eval\(\)\) on both sides, or compare with the same seed and the "
+     r"same random-number generator: dropout masks never match across devices\.",
+     "检查两侧评估时 dropout 是否关闭（model.eval()），或用相同的种子与随机数生成器对比：dropout 掩码在不同设备间不会一致。"),
+    (r"Check the token ids reaching it \(tokenizer, vocabulary, special tokens\) and padding_idx\.",
+     "检查进入它的 token id（tokenizer、词表、特殊 token）以及 padding_idx。"),
+    (r"Check the embedding table: vocabulary size, resized or tied embeddings, and the checkpoint conversion\.",
+     "检查 embedding 表：词表大小、是否调整大小或共享 embedding，以及 checkpoint 转换。"),
+    (r"Check the variant: exact \(erf\) vs tanh-approximated GELU, SiLU vs a fused SwiGLU, and the dtype it runs in\.",
+     "检查变体：精确（erf）GELU 还是 tanh 近似 GELU、SiLU 还是融合的 SwiGLU，以及其运行的 dtype。"),
+    (r"Check the interpolation mode, align_corners and the output size/scale factor on both sides\.",
+     "检查两侧的插值模式、align_corners 以及输出尺寸/缩放因子。"),
+    (r"Check the reduced dims, keepdim and the accumulation dtype \(a low-precision sum over a long axis\)\.",
+     "检查归约的 dim、keepdim 以及累加 dtype（在长轴上做低精度求和）。"),
+    (r"Check the dtype both sides cast to \(float16 vs bfloat16 vs float32\) and where the cast happens\.",
+     "检查两侧转换到的 dtype（float16、bfloat16 还是 float32）以及转换发生的位置。"),
+    (r"The forward pass agrees: check (?P<op>\S+)'s backward — a custom autograd Function or a fused kernel's gradient "
+     r"formula, gradient scaling \(loss scale, clipping\) and hooks on the gradients\.",
+     "前向一致：检查 {op} 的反向 — 自定义 autograd Function 或融合内核的梯度公式、梯度缩放（loss scale、裁剪）以及梯度上的 hook。"),
+    (r"Re-run (?P<op>\S+) alone on both platforms from the golden's recorded inputs and compare the inputs and outputs "
+     r"with (?P<t_call>.+): equal inputs with different outputs are the kernel's\.",
+     "在两个平台上用 golden 记录的输入单独重跑 {op}，并用 {t_call} 对比输入和输出：输入相同而输出不同，即为内核的问题。"),
+    (r"Re-dump (?P<op>\S+) in tensor mode on both sides \(msprobe task 'tensor' with this API in its 'list'\), then "
+     r"compare its inputs and outputs with (?P<call>.+): statistics alone cannot show that the inputs are identical\.",
+     "在两侧以 tensor 模式重新 dump {op}（msprobe task 'tensor'，并把该 API 加入 'list'），再用 {call} 对比其输入和输出："
+     "仅凭统计量无法证明输入完全相同。"),
+    (r"Tell the kernel from its inputs: (?P<call>.+?) re-runs the call on the CPU from the target's recorded inputs "
+     r"\(fault_enters: operator or inputs\)\.",
+     "区分内核与输入：{call} 用目标侧记录的输入在 CPU 上重跑该调用（fault_enters 给出 'operator' 或 'inputs'）。"),
+    (r"^(?P<a>.+?) and (?P<b>acc-agent .+)$", "{a} 和 {b}"),
+    (r"If the operator is random or order-dependent \(dropout, sampling, atomic reductions\), first compare two target "
+     r"runs of the same input: (?P<call>.+?); a random operator is not a migration fault\.",
+     "若该算子具有随机性或依赖执行顺序（dropout、采样、原子归约），先对比同一输入的两次目标侧运行：{call}；随机算子不是迁移问题。"),
+    (r"Before reporting (?P<op>\S+) to the vendor, show its parameters are identical: dump them \(msprobe level 'mix' "
+     r"records a module's parameters\) and compare them too\.",
+     "向厂商上报 {op} 之前，先证明其参数完全相同：dump 参数（msprobe level 'mix' 会记录模块参数）并一并对比。"),
+    (r"Its inputs and parameters are shown identical on both sides: report (?P<op>\S+) to the vendor with its recorded "
+     r"inputs and outputs, arguments and dtypes, the framework, torch_npu and CANN versions, and these compare rows",
+     "其输入和参数已证明两侧完全相同：向厂商上报 {op}，附上记录的输入输出、参数与 dtype、框架、torch_npu 和 CANN 版本，以及这些对比行"),
+    (r"(?<=对比行)\.", "。"),
+    (r"Find where values grow past the target dtype's range before (?P<op>\S+): compare the inputs' Max/Min with the "
+     r"dtype's limit \(65504 for FP16\); scale the loss/inputs, keep this operator in FP32, or enable the framework's "
+     r"overflow-safe variant\.",
+     "找出 {op} 之前数值在何处超出目标 dtype 的范围：将输入的 Max/Min 与 dtype 上限对比（FP16 为 65504）；缩放 loss 或输入、"
+     "将该算子保持 FP32，或启用框架的防溢出版本。"),
+    (r"Run msprobe's overflow check \(task overflow_check\) on the target to confirm the first overflowing call on every "
+     r"rank\.", "在目标侧运行 msprobe 的溢出检测（task overflow_check），确认每个 rank 上第一个溢出的调用。"),
+    (r"Make argument (?P<arg>\S+) of (?P<op>\S+) the same as on the golden side \((?P<v>.+?)\): it is read from a config "
+     r"or default that differs between the two code bases\.",
+     "让 {op} 的参数 {arg} 与 golden 侧一致（{v}）：它来自两套代码中不同的配置或默认值。"),
+    (r"Check where the value comes from \(model config, a default changed between library versions\)\.",
+     "检查该值的来源（模型配置，或在库版本之间改变的默认值）。"),
+    (r"Check that both sides load the same checkpoint and that no weight is re-initialised or tied differently on the "
+     r"target\.", "检查两侧加载的是否为同一 checkpoint，以及目标侧是否有权重被重新初始化或以不同方式共享。"),
+    (r"Dump the code that builds it with msprobe's level mix or add it to the dump list\.",
+     "用 msprobe 的 level mix dump 构建它的代码，或将其加入 dump 列表。"),
+    (r"Add that code to the dump \(msprobe level mix, or a list of APIs\) and compare again\.",
+     "将这段代码加入 dump（msprobe level mix 或 API 列表），然后重新对比。"),
+    (r"Check the pairing of this row: a renamed or fused module on the target pairs different tensors; fix it with a "
+     r"mapping \(target_name: golden_name\)\.", "检查该行的配对：目标侧改名或融合的模块会配对到不同的张量；用映射（target_name: golden_name）修正。"),
+    (r"Compare layouts: the target may store the tensor transposed \(NCHW/NHWC, \[B,S,H\] vs \[S,B,H\]\) or reshaped\.",
+     "对比布局：目标侧可能以转置（NCHW/NHWC、[B,S,H] 与 [S,B,H]）或 reshape 后的形式存储该张量。"),
+    (r"Check in-place operators and graph fusions on the target: dump the un-fused graph\.", "检查目标侧的原地算子与图融合：dump 未融合的图。"),
+    (r"Re-dump both runs with msprobe task 'statistics' \(the default\) or 'tensor', and check that names pair \(a "
+     r"mapping file pairs renamed layers\)\.", "用 msprobe task 'statistics'（默认）或 'tensor' 重新 dump 两次运行，并检查名称能否配对（映射文件可配对改名的层）。"),
+    (r"Compare post-processing \(decoding, argmax/top-k, thresholds\) between the two sides: run the golden side's "
+     r"post-processing on the target's final outputs\.", "对比两侧的后处理（解码、argmax/top-k、阈值）：在目标侧的最终输出上运行 golden 侧的后处理。"),
+    (r"If the end metric still differs, check evaluation data and metric code are the same\.", "若最终指标仍不同，检查评估数据和指标代码是否相同。"),
+    (r"Rerun with another input to confirm the excursion is noise: it should move\.", "换一个输入重跑，确认该偏移是噪声：它应当会移动。"),
+    (r"Pass a bench run \((?P<opt>[^)]+)\) to judge each layer against the baseline hardware\.", "传入 bench 运行（{opt}），以基线硬件为参照判定每一层。"),
+    (r"Keep the layers where the error grows fastest in higher precision first \((?P<names>.+?)\) and the first layer "
+     r"that loses precision \((?P<start>\S+)\); compare again and add more until the final error is within tolerance\.",
+     "先将误差增长最快的层（{names}）和第一个损失精度的层（{start}）保持更高精度；重新对比，逐步增加，直到最终误差在容差内。"),
+    (r"If the target quantises or computes in lower precision than the golden \(int8, FP16/BF16, HF32/TF32 matmuls\), "
+     r"rerun that side once in higher precision: if all layers then agree, precision is the cause\.",
+     "若目标侧做了量化或以低于 golden 的精度计算（int8、FP16/BF16、HF32/TF32 矩阵乘），以更高精度重跑一次：若各层随之一致，原因就是精度。"),
+    (r"Check preprocessing on both sides: normalisation mean/std and scale, resize/crop, and the colour order \(RGB vs "
+     r"BGR\) of the image loader; for text, the tokenizer and its vocabulary\.",
+     "检查两侧的预处理：归一化的均值/标准差与缩放、resize/crop、图像加载的颜色顺序（RGB 还是 BGR）；文本则检查 tokenizer 及其词表。"),
+    (r"Check the tensor layout fed to the model \(NCHW vs NHWC\) and the dtype cast of the input\.", "检查送入模型的张量布局（NCHW 还是 NHWC）以及输入的 dtype 转换。"),
+    (r"Feed both runs the exact same saved input tensor \(disable random augmentation and shuffling\), then compare "
+     r"again\.", "给两次运行输入完全相同的已保存输入张量（关闭随机数据增强和打乱），然后重新对比。"),
+
+    (r"the target output of (?P<key>\S+) equals normalisation with the batch's own mean and variance \(residual "
+     r"(?P<r>\S+)\): the layer runs in training mode on the target \(batch statistics\) where the golden uses its "
+     r"running statistics",
+     "{key} 的目标侧输出等于用 batch 自身均值和方差做的归一化（残差 {r}）：目标侧该层以训练模式运行（batch 统计量），"
+     "而 golden 使用 running 统计量"),
+    (r"the target output of (?P<key>\S+) equals normalisation with the running mean and variance \(residual "
+     r"(?P<r>\S+)\): the target runs the layer in eval mode where the golden normalises with batch statistics "
+     r"\(training mode\)", "{key} 的目标侧输出等于用 running 均值和方差做的归一化（残差 {r}）：目标侧该层以 eval 模式运行，"
+     "而 golden 用 batch 统计量归一化（训练模式）"),
+    (r"the target output of (?P<key>\S+) equals the normalisation with eps=(?P<eps>\S+) \(residual (?P<r>[^)]+)\)",
+     "{key} 的目标侧输出等于 eps={eps} 的归一化（残差 {r}）"),
+    (r" \(the call records eps=(?P<e>[^)]+)\)", "（调用记录的 eps={e}）"),
+    (r"; the golden side uses eps=(?P<e>\S+?)(?=\.|$)", "；golden 侧使用 eps={e}"),
+    (r"; the golden computes the exact \(erf\) one", "；golden 侧计算的是精确（erf）版本"),
+    (r"; the golden computes the tanh-approximated one", "；golden 侧计算的是 tanh 近似版本"),
+    (r"; the golden computes the sigmoid-approximated \(quick, x\*sigmoid\(1\.702x\)\) one",
+     "；golden 侧计算的是 sigmoid 近似（quick）版本"),
+    (r"the target output of (?P<key>\S+) equals the softmax of its input over dim (?P<d>\S+?)(?: \(the call records "
+     r"dim=(?P<rd>[^)]+)\))? \(residual (?P<r>[^)]+)\), not over the axis the golden uses",
+     "{key} 的目标侧输出等于其输入在 dim {d} 上的 softmax（残差 {r}），而不是 golden 所用的轴"),
+    (r"(?P<pct>[\d.]+%) of the target output of (?P<key>\S+) is zeroed where the input is not and the rest is scaled "
+     r"by (?P<s>\S+): dropout is active \(training mode\) on the target; the golden passes its input through",
+     "{key} 的目标侧输出有 {pct} 在输入非零处被置零，其余乘以 {s}：目标侧 dropout 处于激活状态（训练模式）；golden 侧直接传递输入"),
+    (r"the golden zeroes (?P<pct>[\d.]+%) of (?P<key>\S+)'s output and the target none: dropout is active on the "
+     r"golden side only", "golden 侧将 {key} 的输出置零 {pct}，目标侧没有：只有 golden 侧 dropout 处于激活状态"),
+    (r"re-computing (?P<key>\S+) in float64 from the target's own recorded inputs gives the target's output \(residual "
+     r"(?P<r>[^)]+)\): the operator computes what its inputs say",
+     "用目标侧自身记录的输入以 float64 重算 {key}，得到目标侧的输出（残差 {r}）：该算子的计算与其输入相符"),
+    (r"re-computing (?P<key>\S+) in float64 from the target's own recorded inputs does not give the target's output "
+     r"\(residual (?P<r>[^,]+), allowed (?P<a>[^)]+)\): the kernel computes something else",
+     "用目标侧自身记录的输入以 float64 重算 {key}，得不到目标侧的输出（残差 {r}，允许 {a}）：内核算的是别的东西"),
+    (r"none of the usual variants of (?P<key>\S+) \(re-computed in float64 from the target's recorded inputs\) gives "
+     r"the target's output \(best residual (?P<r>[^)]+)\): the kernel computes something else",
+     "{key} 的各种常见变体（用目标侧记录的输入以 float64 重算）都得不到目标侧的输出（最佳残差 {r}）：内核算的是别的东西"),
+    # leaves.describe: how a leaf tensor differs
+    (r"the same values with another shape \((?P<t>\[[^\]]*\]) vs golden (?P<g>\[[^\]]*\])\)", "数值相同但形状不同（{t}，golden 为 {g}）"),
+    (r"another shape: (?P<t>\S+(?:, \S+)*?) vs golden (?P<g>\S+(?:, \S+)*)", "形状不同：{t}，golden 为 {g}"),
+    (r"the golden tensor transposed \(same values, last two axes swapped\): a layout or checkpoint-conversion error",
+     "是 golden 张量的转置（数值相同，最后两个轴交换）：布局或 checkpoint 转换错误"),
+    (r"the same values in another order \(a reordering, e\.g\. permuted channels or heads\)",
+     "数值相同但顺序不同（重排，例如通道或 head 被置换）"),
+    (r"every element is (?P<x>\S+)x the golden's \(a constant factor: a scaling or a wrong config value\)",
+     "每个元素都是 golden 的 {x} 倍（常数因子：缩放或配置值有误）"),
+    (r"another constant: (?P<t>\S+) everywhere instead of (?P<g>\S+)", "另一个常数：处处为 {t}，而不是 {g}"),
+    (r"every element is shifted by (?P<x>\S+) \(a constant offset\)", "每个元素都偏移了 {x}（常数偏移）"),
+    (r"(?P<pct>[\d.]+%) of its elements differ \(relative error above (?P<tol>[^)]+)\)",
+     "其 {pct} 的元素不同（相对误差超过 {tol}）"),
+    (r"(?P<n>\d+) of (?P<m>\d+) elements differ \((?P<pct>[\d.]+%)\)", "{m} 个元素中有 {n} 个不同（{pct}）"),
+    (r"the mask equals the golden one shifted by (?P<k>[-+]?\d+) column\(s\): an off-by-one in how it is built",
+     "该掩码等于 golden 掩码平移 {k} 列：构建方式差了一位"),
+    (r"the mask equals the golden one shifted by (?P<k>[-+]?\d+) row\(s\): an off-by-one in how it is built",
+     "该掩码等于 golden 掩码平移 {k} 行：构建方式差了一位"),
+    (r"Max, Min, Mean and Norm are all (?P<x>\S+)x the golden's: every element scaled by a ", "Max、Min、Mean 和 Norm 都是 golden 的 {x} 倍：每个元素都被"),
+    (r"^statistics differ: (?P<l>.+)$", "统计量不同：{l}"),
+    (r"(?P<a>\S+) on the golden, (?P<b>\S+) on the target", "golden 侧为 {a}，目标侧为 {b}"),
+    # explain.operator_actions: arguments, parameters, masks, other leaves
+    (r"Compare the weights that feed (?P<op>\S+) \((?P<arg>[^)]+)\) in the two checkpoints: (?P<t_d>.+?)\. Fix the "
+     r"checkpoint conversion or loading \(transposed, scaled or re-laid-out weights\), then compare again\.",
+     "对比两个 checkpoint 中输入 {op} 的权重（{arg}）：{t_d}。修正 checkpoint 的转换或加载（转置、缩放或重新布局的权重），然后重新对比。"),
+    (r"Compare the weights that feed (?P<op>\S+) \((?P<arg>[^)]+)\) in the two checkpoints\. Fix the checkpoint "
+     r"conversion or loading \(transposed, scaled or re-laid-out weights\), then compare again\.",
+     "对比两个 checkpoint 中输入 {op} 的权重（{arg}）。修正 checkpoint 的转换或加载（转置、缩放或重新布局的权重），然后重新对比。"),
+    (r"Compare how the mask/index tensor (?P<arg>\S+) of (?P<op>\S+) is built on the two sides(?: \((?P<t_d>.+)\))?: "
+     r"msprobe does not dump the APIs that build it \(triu/tril, arange, comparisons\), so the difference first shows "
+     r"here\.", "对比两侧如何构建 {op} 的掩码/索引张量 {arg}（{t_d}）：msprobe 不会 dump 构建它的 API（triu/tril、arange、比较），"
+     "因此差异首先在这里出现。"),
+    (r"Find the code that produces (?P<arg>\S+) of (?P<op>\S+): no dumped call produced it(?: \((?P<t_d>.+)\))?; dump "
+     r"that code \(msprobe list/level mix\) to see which step differs\.",
+     "找到产生 {op} 的 {arg} 的代码：没有任何已 dump 的调用产生它（{t_d}）；dump 这段代码（msprobe list/level mix）以查看哪一步不同。"),
+    (r"Look at what happens to (?P<name>\S+) between the call that produced it and (?P<op>\S+): a hook \(register_hook, "
+     r"forward hooks\), an in-place operation, a custom autograd Function or an operator msprobe does not dump "
+     r"\(view/transpose/cat, custom kernels\)\.",
+     "检查 {name} 在产生它的调用与 {op} 之间发生了什么：hook（register_hook、forward hook）、原地操作、自定义 autograd Function，"
+     "或 msprobe 不会 dump 的算子（view/transpose/cat、自定义内核）。"),
+    (r"Compare its (?P<arg>\S+) \(a weight or buffer\) file by file: (?P<call>.+)\.$", "逐个文件对比其 {arg}（权重或缓冲区）：{call}。"),
+    (r" — the replay bundle \((?P<call>.+?)\) holds all of it with a standalone repro\.py\.",
+     " — replay 打包（{call}）包含上述全部内容及独立的 repro.py。"),
+    # msprobe's own messages (its CSV's Err_message), and the row messages built on them
+    (r"error: There is nan/inf/-inf in the maximum or minimum value of NPU\.", "错误：NPU 侧最大值或最小值中有 nan/inf/-inf。"),
+    (r"error: The NormRelativeErr of output is greater than 0\.5\.", "错误：输出的 NormRelativeErr 大于 0.5。"),
+    (r"error: The Required_Grad of NPU and Bench are inconsistent", "错误：NPU 与 Bench 的 Required_Grad 不一致"),
+    (r"error: The scalar parameters of NPU and Bench are inconsistent\.", "错误：NPU 与 Bench 的标量参数不一致。"),
+    (r"error: The dtype of NPU and Bench are inconsistent\.", "错误：NPU 与 Bench 的 dtype 不一致。"),
+    (r"error: The shape of NPU and Bench are inconsistent\.", "错误：NPU 与 Bench 的形状不一致。"),
+    (r"warning: The norm relative error of output is 10 times that of input\.", "警告：输出的范数相对误差是输入的 10 倍。"),
+    (r"md5 differs", "md5 不同"),
+    (r"dtype differs: target (?P<t>\S+) vs golden (?P<g>\S+)", "dtype 不同：目标侧 {t}，golden 侧 {g}"),
+    (r"N/A: NaN/Inf positions differ \(target NaN (?P<tn>\d+), Inf (?P<ti>\d+); golden NaN (?P<gn>\d+), Inf (?P<gi>\d+)\)",
+     "N/A：NaN/Inf 的位置不同（目标侧 NaN {tn} 个、Inf {ti} 个；golden 侧 NaN {gn} 个、Inf {gi} 个）"),
+    (r"shape unmatched: target (?P<t>\[[^\]]*\]) vs golden (?P<g>\[[^\]]*\]) \(after squeeze\)",
+     "shape unmatched：目标侧 {t}，golden 侧 {g}（squeeze 之后）"),
+
+    # ------------------------------------------------------------------ compare_loss_curves
+    (r"Ascend migration acceptance", "昇腾迁移验收"),
+    (r"all (?P<n>\d+) accuracy criteria of the (?P<t_p>.+?) profile met: (?P<t_list>.+?)(?P<t_warn>; \d+ warning\(s\) .*)?$",
+     "{t_p} 标准的全部 {n} 项精度判据均满足：{t_list}{t_warn}"),
+    (r"(?P<n>\d+) of (?P<m>\d+) accuracy criteria of the (?P<t_p>.+?) profile failed: (?P<t_list>.+?)"
+     r"(?P<t_warn>; \d+ warning\(s\) .*)?$", "{t_p} 标准的 {m} 项精度判据中有 {n} 项未满足：{t_list}{t_warn}"),
+    (r"; (?P<n>\d+) warning\(s\) about the step axes or the baseline's noise, listed with the result",
+     "；有 {n} 条关于步数轴或基线噪声的警告，随结果列出"),
+    (r"(?P<m>grad norm|loss|lr|loss scale) mean relative error (?P<v>[\d.]+ %) ≤ (?P<lim>[\d.]+ %)",
+     "{m} 平均相对误差 {v} ≤ {lim}"),
+    (r"(?P<m>grad norm|loss|lr|loss scale) mean relative error (?P<v>[\d.]+ %) > (?P<lim>[\d.]+ %)",
+     "{m} 平均相对误差 {v} > {lim}"),
+    (r"(?P<m>grad norm|loss) first-step relative error (?P<v>[\d.]+ %) ≤ (?P<lim>[\d.]+ %) relative, (?P<a>\S+) ≤ "
+     r"(?P<al>\S+) absolute", "{m} 首步相对误差 {v} ≤ 相对 {lim}，{a} ≤ 绝对 {al}"),
+    (r"(?P<m>grad norm|loss) first-step relative error (?P<v>[\d.]+ %) (?P<op>[≤>]) (?P<lim>[\d.]+ %)",
+     "{m} 首步相对误差 {v} {op} {lim}"),
+    (r"the baseline's own step-to-step (?P<m>grad norm|loss) noise \((?P<noise>[\d.]+ %)\) is larger than the "
+     r"(?P<lim>[\d.]+ %) limit of the mean relative error: curves smoothed over (?P<n>\d+) points compared as well, judged "
+     r"on the raw curves \((?P<raw>[\d.]+ %)\), which meet the limit; smoothed (?P<sm>[\d.]+ %)",
+     "基线自身的逐步 {m} 噪声（{noise}）大于平均相对误差的限值 {lim}：也对比了 {n} 点平滑后的曲线，按原始曲线判定（{raw}），满足限值；"
+     "平滑后 {sm}"),
+    (r"the baseline's own step-to-step (?P<m>grad norm|loss) noise \((?P<noise>[\d.]+ %)\) is larger than the "
+     r"(?P<lim>[\d.]+ %) limit of the mean relative error: curves smoothed over (?P<n>\d+) points compared as well, judged "
+     r"on the raw curves \((?P<raw>[\d.]+ %)\)",
+     "基线自身的逐步 {m} 噪声（{noise}）大于平均相对误差的限值 {lim}：也对比了 {n} 点平滑后的曲线，按原始曲线判定（{raw}）"),
+    (r"the logs start at different steps \(baseline (?P<b>\S+), target (?P<t>\S+)\): ", "两份日志的起始步不同（基线 {b}，目标 {t}）："),
+    (r"(?P<t_list>.+) \((?P<t_p>[^()]+) profile\); (?P<m>grad norm|loss|lr|loss scale) first leaves its limit at step "
+     r"(?P<step>\d+)", "{t_list}（{t_p} 标准）；{m} 在第 {step} 步首次超出限值"),
+    (r"^(?P<t_list>.+) \((?P<t_p>[^()]+) profile\)$", "{t_list}（{t_p} 标准）"),
+    (r"(?P<ms>[\w ,]+?) bit-identical over (?P<n>\d+) compared steps", "{ms} 在对比的 {n} 步上逐位一致"),
+    (r"; judged on smoothed curves \(the baseline's own noise is above the limit\): (?P<l>.+?)(?=;|$)",
+     "；按平滑后曲线判定（基线自身噪声高于限值）：{l}"),
+    (r"; performance outside its limits \(reported, not judged here\): (?P<l>.+)$", "；性能指标超出其限值（仅报告，此处不作判定）：{l}"),
+    (r"no recognisable metric in (?P<p>\S+) \((?P<d>[^)]*)\)", "{p} 中没有可识别的指标（{d}）"),
+    (r"no (?P<m>[\w ]+?) series in the (?P<t_side>baseline|target) log", "{t_side} 日志中没有 {m} 序列"),
+    (r"no accuracy criterion of the (?P<t_p>.+?) profile could be evaluated \((?P<t_why>.+); common metrics: "
+     r"(?P<c>[^)]*)\)$", "{t_p} 标准的精度判据均无法评估（{t_why}；共同指标：{c}）"),
+    (r"no accuracy metric in both logs", "两份日志中没有共同的精度指标"),
+    (r"^baseline log: (?P<t_w>.+)$", "基线日志：{t_w}"),
+    (r"^target log: (?P<t_w>.+)$", "目标日志：{t_w}"),
+    (r"(?P<m>grad norm|loss|lr|loss scale) is NaN/Inf at step (?P<s>\d+)", "{m} 在第 {s} 步为 NaN/Inf"),
+    (r"the target is NaN/Inf at step\(s\) (?P<s>[\d, ]+)", "目标侧在第 {s} 步为 NaN/Inf"),
+    (r"judged on the smoothed curves \((?P<v>[\d.]+ %); raw (?P<r>[\d.]+ %)\)", "按平滑后曲线判定（{v}；原始 {r}）"),
+    (r"curves smoothed over (?P<n>\d+) points compared as well, ", "也对比了 {n} 点平滑后的曲线，"),
+    (r"the baseline's own step-to-step (?P<m>grad norm|loss|lr|loss scale) noise \((?P<noise>[\d.]+ %)\) is larger "
+     r"than the (?P<lim>[\d.]+ %) limit of the mean relative error: ",
+     "基线自身的逐步 {m} 噪声（{noise}）大于平均相对误差的限值 {lim}："),
+    (r"every overlapping step was left out \(first (?P<n>\d+) steps / warm-up\)", "所有重叠的步都被排除了（前 {n} 步 / 预热）"),
+    (r"the logs count steps in different units: the baseline by (?P<b>[^,]+), the target by (?P<t>[^;]+); points with "
+     r"the same number may not be the same point of training",
+     "两份日志计步单位不同：基线按 {b}，目标按 {t}；编号相同的点可能不是训练中的同一时刻"),
+    (r"the (?P<t_side>baseline|target) log numbers its points by record \(1, 2, 3 in file order\), not by optimisation "
+     r"step; the curves line up only if both logged at the same interval",
+     "{t_side} 日志按记录编号（文件顺序 1、2、3），而不是按优化步；只有两侧记录间隔相同时曲线才能对齐"),
+    (r"the logs use different intervals: the baseline every (?P<b>\d+), the target every (?P<t>\d+) step\(s\); compared "
+     r"on the (?P<t_sp>baseline|target)'s steps, the (?P<t_de>baseline|target)'s (?P<how>values at those steps|values "
+     r"interpolated between its points)", "两份日志的记录间隔不同：基线每 {b} 步，目标每 {t} 步；按 {t_sp} 的步对比，{t_de} 取{how}"),
+    (r"^baseline$", "基线"), (r"^target$", "目标"),
+    (r"^values at those steps$", "这些步上的值"), (r"^values interpolated between its points$", "其相邻点之间插值得到的值"),
+    (r"the step ranges differ by a factor of about (?P<f>\d+) \(baseline (?P<b>[^,]+), target (?P<t>[^)]+)\): the "
+     r"(?P<t_big>baseline|target) log may count samples or records rather than optimisation steps, or the runs have "
+     r"different lengths", "两份日志的步数范围相差约 {f} 倍（基线 {b}，目标 {t}）：{t_big} 日志可能按样本或记录计数而非优化步，或两次运行长度不同"),
+    (r"no overlapping steps \(baseline (?P<b>[^,]+), ", "没有重叠的步（基线 {b}，"),
+
+    # ------------------------------------------------------------------ measure_performance / compare_performance
+    (r"device-only: the model's forward pass only, no pre/post-processing", "仅设备侧：只含模型前向，不含前后处理"),
+    (r"end-to-end: (?P<rest>.+)$", "端到端：{rest}"),
+    (r"first calls pay for allocation and cache warm-up", "最初几次调用包含内存分配与缓存预热开销"),
+    (r"(?P<n>\d+) samples give stable p50/p95", "{n} 个样本可得到稳定的 p50/p95"),
+    (r"none \(numpy on CPU is synchronous\)", "无（CPU 上的 numpy 本身是同步的）"),
+    (r"samples/s = batch_size / mean latency", "samples/s = batch_size / 平均时延"),
+    (r"requests/s = 1 / mean latency", "requests/s = 1 / 平均时延"),
+    (r"sequential, single request at a time", "顺序执行，每次一个请求"),
+    (r"sequential, one request at a time", "顺序执行，每次一个请求"),
+    (r"per-call overhead: the ratio falls from (?P<a>\S+) at batch (?P<ba>\d+) to (?P<b>\S+) at batch (?P<bb>\d+) "
+     r"\(host-bound Python, kernel launch latency, small-batch inefficiency\)",
+     "单次调用开销：比值从 batch {ba} 时的 {a} 降到 batch {bb} 时的 {b}（受主机侧 Python、内核启动时延、小 batch 效率低的限制）"),
+    (r"device execution is slower on the target \(the timed forward pass itself\): to check — dynamic shapes causing "
+     r"recompilation \(fix shapes\), FP32 where FP16/BF16 was intended, and on an Ascend NPU operators falling back "
+     r"from AI Core to AICPU; a profile \(torch_npu\.profiler / msprof\) shows which operators take the time",
+     "目标侧设备执行更慢（被计时的前向本身）：待检查 — 动态 shape 导致重新编译（固定 shape）、本应 FP16/BF16 却用了 FP32，"
+     "以及在昇腾 NPU 上算子从 AI Core 回退到 AICPU；用 profile（torch_npu.profiler / msprof）可看出哪些算子耗时"),
+    (r"host-side preprocessing \(decode/resize/normalise\) is slower on the target host CPU: check dataloader workers, "
+     r"CPU affinity/NUMA binding, and whether the baseline ran preprocessing on the GPU",
+     "目标主机 CPU 上的预处理（解码/resize/归一化）更慢：检查 dataloader worker 数、CPU 亲和性/NUMA 绑定，以及基线是否在 GPU 上做预处理"),
+    (r"postprocessing \(NMS, decoding, \.cpu\(\)/\.item\(\) copies\) is slower: operators falling back to AICPU/host, "
+     r"or synchronising device-to-host copies inside the loop",
+     "后处理（NMS、解码、.cpu()/.item() 拷贝）更慢：算子回退到 AICPU/主机，或循环内有同步的设备到主机拷贝"),
+    (r"data loading or host-device transfer: use pinned memory and non_blocking copies, check file I/O and batch "
+     r"collation", "数据加载或主机-设备传输：使用 pinned memory 与 non_blocking 拷贝，检查文件 I/O 与 batch 拼接"),
+    (r"the '(?P<stage>[^']+)' stage takes (?P<ms>\S+) ms longer on the target", "'{stage}' 阶段在目标侧多耗时 {ms} ms"),
+    (r"device throughput: the ratio grows from (?P<a>\S+) to (?P<b>\S+) with batch size \(compute or memory-bandwidth "
+     r"bound kernels, precision mode\)", "设备吞吐：比值随 batch 从 {a} 增长到 {b}（内核受计算或显存带宽限制，或精度模式）"),
+    (r"warm-up not finished: (?P<n>\d+) early timed iteration\(s\) on the target still look like warm-up "
+     r"\(compilation\); raise (?P<opt>\S+)", "预热未完成：目标侧前 {n} 次计时迭代看起来仍是预热（编译）；请增大 {opt}"),
+    (r"unstable target timings \(p95/p50 = (?P<r>\S+)\): background load or a busy device; run check-environment and "
+     r"look at npu_busy", "目标侧计时不稳定（p95/p50 = {r}）：有后台负载或设备繁忙；请运行 check-environment 并查看 npu_busy"),
+    (r"(?P<name>warmup|iterations|source|throughput definition|synchronisation|statistics|percentile method|concurrency)"
+     r" differs: baseline (?P<b>.+), target (?P<t>.+)$", "{name} 不同：基线 {b}，目标 {t}"),
+    (r"scope differs: baseline (?P<b>\S+), target (?P<t>\S+)", "测量范围不同：基线 {b}，目标 {t}"),
+    (r"batch sizes measured on one side only \(not compared\): (?P<l>.+)$", "仅一侧测量的 batch（未对比）：{l}"),
+]

@@ -1,0 +1,75 @@
+"""One BLAS thread while ``compare_dumps`` runs: its parallelism is one process per core already.
+
+Why: numpy's OpenBLAS starts a thread per core and, after any call long enough to be split (a
+``np.dot`` over a whole tensor in the diagnosis), its threads spin waiting for more work. With a
+worker process per core that oversubscribes the machine: on the 2-core VM a 64-rank comparison
+spent ~15 % more CPU (the same work, ``OPENBLAS_NUM_THREADS=1``: 3.0 s against 2.5 s). The
+environment variable only acts before numpy loads, so the loaded library's own
+``openblas_set_num_threads`` is called (found in the process's mapped libraries, as threadpoolctl
+does); where there is none (another BLAS, another platform) nothing changes. The count is
+restored afterwards: other tools (``measure_performance`` timing a user's code) keep theirs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+_PREFIXES = ("scipy_openblas_", "openblas_")
+_SUFFIXES = ("64_", "")
+_FOUND: list[tuple[Any, Any]] | None = None
+
+
+def _openblas() -> list[tuple[Any, Any]]:
+    """(set, get) function pairs of every OpenBLAS mapped into this process."""
+    global _FOUND
+    if _FOUND is not None:
+        return _FOUND
+    found: list[tuple[Any, Any]] = []
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            paths = sorted({line.split()[-1] for line in fh if "openblas" in line.lower() and "/" in line})
+    except OSError:
+        paths = []
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix in _PREFIXES:
+            for suffix in _SUFFIXES:
+                setter = getattr(lib, f"{prefix}set_num_threads{suffix}", None)
+                getter = getattr(lib, f"{prefix}get_num_threads{suffix}", None)
+                if setter is not None and getter is not None:
+                    setter.argtypes, getter.restype = [ctypes.c_int], ctypes.c_int
+                    found.append((setter, getter))
+                    break
+            else:
+                continue
+            break
+    _FOUND = found
+    return found
+
+
+def limit_blas_threads(n: int = 1) -> None:
+    """Set every loaded OpenBLAS to ``n`` threads (worker processes: for the rest of their life)."""
+    with suppress(Exception):  # a hint for speed: never a reason to fail the comparison
+        for setter, _ in _openblas():
+            setter(n)
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """One BLAS thread inside the block, the previous counts after it."""
+    before: list[int] = []
+    with suppress(Exception):
+        before = [int(getter()) for _, getter in _openblas()]
+    limit_blas_threads(1)
+    try:
+        yield
+    finally:
+        with suppress(Exception):
+            for (setter, _), n in zip(_openblas(), before, strict=False):
+                setter(n)
