@@ -121,8 +121,13 @@ def _stream_all(path: Path) -> None:
 @examples(60)
 @given(data=npy_files())
 def test_npy_reader_and_stream(tmp_path: Path, data: bytes) -> None:
-    path = tmp_path / "t.npy"
+    (tmp_path / "folder").mkdir(exist_ok=True)
+    path = tmp_path / "folder" / "t.npy"
     path.write_bytes(data)
+    # a folder of .npy files is a dump too: its headers are read for dtype/shape when it is opened
+    dump = outcome("npy folder", lambda: dumps.open_dump(path.parent), names=("folder",), peak_mib=PEAK_MIB)
+    if isinstance(dump, dumps.Dump):
+        outcome("npy folder", lambda: dump.load("t"), names=("t.npy",), peak_mib=PEAK_MIB)
     got = outcome("npy", lambda: np.asarray(tensors.read_tensor(path)), names=("t.npy",), peak_mib=PEAK_MIB)
     if not isinstance(got, AccAgentError):
         assert got.dtype.kind in "biufcVMmSUO" or got.dtype.names

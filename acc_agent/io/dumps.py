@@ -467,11 +467,9 @@ def _tensor_dir(directory: Path) -> Dump:
 def _fill_npy_header(entry: DumpEntry, path: Path) -> None:
     """dtype and shape from the .npy header, without reading data (errors surface on load)."""
     try:
-        with path.open("rb") as fh:
-            fmt = np.lib.format
-            version = fmt.read_magic(fh)
-            reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-            shape, _, dtype = reader(fh)
+        with tensors.open_regular(path) as fh:
+            # tensors' reader, not numpy's: numpy reads whatever header length a file claims first
+            shape, _, dtype, _ = tensors._npy_header(fh)
         entry.dtype = normalize_dtype(str(dtype))
         entry.shape = [int(s) for s in shape]
     except Exception:  # noqa: BLE001 - header problems are reported when the tensor is loaded

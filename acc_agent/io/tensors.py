@@ -223,12 +223,20 @@ def _check_claim(path: Path, shape: tuple[Any, ...], itemsize: int, available: i
 
 
 def _check_npy_claim(path: Path, size: int) -> None:
-    """:func:`_check_claim` for a ``.npy`` file; a header numpy cannot parse is left to ``np.load`` to word."""
+    """:func:`_check_claim` for a ``.npy`` file, and its header read within bounds.
+
+    A file without the .npy magic is left to ``np.load`` to classify (a pickle, a text file); one
+    with the magic whose header cannot be read is refused here, since ``np.load`` would first
+    allocate the header length the file claims.
+    """
     with open_regular(path) as fh:
+        if fh.read(6) != b"\x93NUMPY":
+            return
+        fh.seek(0)
         try:
             shape, _, dtype, offset = _npy_header(fh)
-        except (ValueError, OSError, EOFError, SyntaxError, TypeError):
-            return
+        except (ValueError, OSError, EOFError) as exc:
+            raise _corrupt(path, str(exc) or type(exc).__name__) from None
     if not dtype.hasobject:  # an object array is refused by np.load, with its own words
         _check_claim(path, shape, dtype.itemsize, size - offset)
 
@@ -274,17 +282,37 @@ _NPY_HEADER = re.compile(r"\{'descr': '([<>|=][a-zA-Z]\d*)', 'fortran_order': (T
 STREAM_PREFETCH_BYTES = 8 << 20
 
 
+#: Longest .npy header accepted (numpy itself refuses headers over 10,000 bytes unless told otherwise).
+NPY_MAX_HEADER_BYTES = 100_000
+
+
+def _npy_prefix_check(head: bytes) -> None:
+    """Refuse a .npy format version numpy does not write (its parser would guess a header layout).
+
+    Why before numpy's parser: given version 0.0 it reads a 4-byte header length and then that many
+    bytes in one ``read(n)`` — "v\\x00{'" claims 660 MB — allocating them before finding the file is
+    200 bytes long. (The 4-byte length of a real 2.0/3.0 header is bounded by the caller.)
+    """
+    major, minor = head[6], head[7]
+    if major not in (1, 2, 3) or minor != 0:
+        raise ValueError(f"unsupported .npy format version {major}.{minor} (numpy writes 1.0, 2.0 or 3.0)")
+
+
 def _npy_header(fh: BinaryIO) -> tuple[tuple[int, ...], bool, np.dtype[Any], int]:
     """(shape, fortran, dtype, data offset) of an open ``.npy``; numpy's own parser for unusual headers."""
     fmt = np.lib.format
     head = fh.read(10)
+    if len(head) == 10 and head[:6] == b"\x93NUMPY":
+        _npy_prefix_check(head)
     if len(head) == 10 and head[:6] == b"\x93NUMPY" and head[6] in (1, 2, 3):
         if head[6] == 1:
             size, start = int.from_bytes(head[8:10], "little"), 10
         else:
             more = fh.read(2)
             size, start = int.from_bytes(head[8:10] + more, "little"), 12
-        if size <= 100_000:
+            if size > NPY_MAX_HEADER_BYTES:  # see _npy_prefix_check: numpy would read(size) first
+                raise ValueError(f"the header claims {size:,} bytes; a .npy header is a few hundred")
+        if size <= NPY_MAX_HEADER_BYTES:
             text = fh.read(size)
             m = _NPY_HEADER.fullmatch(text.decode("latin1")) if len(text) == size else None
             if m is not None:

@@ -126,6 +126,9 @@ class CheckResult:
 def smoke_checks(series: dict[str, tuple[ArrayLike, ArrayLike]], explode_factor: float = 10.0) -> list[CheckResult]:
     """Floating-point-exception and smoke checks over a run's series (seed §8.1 training smoke)."""
     out: list[CheckResult] = []
+    # A series with no point (in the judged window) says nothing: the same as no series, and numpy's
+    # max/min of an empty array would raise.
+    series = {k: v for k, v in series.items() if np.size(v[1]) > 0}
     loss = series.get("loss")
     if loss is None:
         out.append(CheckResult("loss_finite", "na", "no loss series in the log"))

@@ -109,7 +109,7 @@ def _guarded(path: str | Path, write: Any) -> Path:
         out.parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(out, "w", newline="", encoding="utf-8") as fh:
             write(fh)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         raise AccAgentError("cannot_write", f"cannot write CSV {out}: {exc}",
                             hint=f"Choose a writable path for {option('csv')}.", path=str(out)) from None
     return out
