@@ -69,7 +69,7 @@ def dask_backend(address: str, workers: int | None = None) -> Iterator[DaskBacke
             client = Client(cluster)
         else:
             client = Client(address, timeout=CONNECT_TIMEOUT_S)
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError) as exc:  # ValueError: an address that is not one
         if cluster is not None:
             cluster.close()
         raise AccAgentError("scheduler_unreachable", f"cannot reach the Dask scheduler at {address}: {exc}",

@@ -50,7 +50,7 @@ class CompareDumpsInput(ToolInput):
                                                            "shape. Without it this happens automatically where most "
                                                            "names do not pair (renamed or fused layers), and the "
                                                            "diagnosis says so.")
-    workers: int | None = Field(default=None, ge=1, description="Worker processes (default: one per core for "
+    workers: int | None = Field(default=None, ge=1, le=4096, description="Worker processes (default: one per core for "
                                                                 "several ranks or a large dump, else 1).")
     scheduler: str | None = Field(default=None, description="Run the ranks as Dask tasks: a scheduler address "
                                                             "(tcp://host:8786) whose workers can read the dump "
