@@ -199,8 +199,30 @@ def _first_sentence(text: str) -> str:
     return first[: cut + 1] if cut > 0 else first
 
 
+def _plain_usage_names() -> None:
+    """Usage lines print a required argument as ``GOLDEN``, as click and every man page do.
+
+    Why: typer 0.29 wraps required arguments in braces (``{GOLDEN} {TARGET}``), which reads as a
+    set or a template placeholder; the help's own Arguments section already marks them required.
+    Optional arguments keep their ``[CONFIG]`` brackets. A no-op if typer's internals differ."""
+    core = sys.modules.get("typer.core")
+    cls = getattr(core, "TyperArgument", None)
+    original = getattr(cls, "_usage_display_name", None)
+    if cls is None or original is None or getattr(cls, "_acc_agent_plain_usage", False):
+        return
+
+    def _usage_display_name(self: Any) -> str:
+        if not self.required:
+            return str(original(self))
+        return str(self.display_name_raw) + ("..." if self.nargs != 1 else "")
+
+    cls._usage_display_name = _usage_display_name
+    cls._acc_agent_plain_usage = True
+
+
 def _new_app() -> typer.Typer:
     """The root group and its callback, without commands."""
+    _plain_usage_names()
     app = typer.Typer(
         no_args_is_help=True,
         add_completion=False,

@@ -124,18 +124,104 @@ def test_csv_starts_with_msprobes_columns_and_ours_follow_with_our_names(tmp_pat
 # ------------------------------------------------------------------ 2. sourced sentences, verdict words
 
 
-_RAW = re.compile(r"\b(?:None|True|False)\b|'fp16'|\[(?:not_met|met|fail|pass)\]|=None")
+#: Python values printed as text: None/True/False, a dict or list repr, an Enum repr, a bracketed machine value.
+_RAW = re.compile(r"\b(?:None|True|False)\b|'fp16'|\[(?:not_met|met|fail|pass)\]|=None|\{'\w+': |\['[^'\]]*'(?:, '[^'\]]*')*\]"
+                  r"|<\w+\.\w+: '|\[\w+_\w+\]")
+#: Internal references a reader cannot look up: seed documents, design notes, sub-sub-section numbers.
+_INTERNAL = re.compile(r"(?i)\bseeds? ?(?:§|0\d\d\b)|seed document|design\.md|deliverables\.md|§\d+\.\d+\.\d+")
 
 
-def test_no_raw_enum_values_or_python_reprs_in_the_demo(demo: tuple[Path, WorkflowResult]) -> None:
-    root, _ = demo
-    enums = {value for kind in WORDS.values() for value in kind if "_" in value}
+def _machine_identifiers() -> set[str]:
+    """Every snake_case value a tool or model can hold (verdicts, categories, scopes, purposes…), every
+    tool name and every output field name: none of them is a word a report may show outside code."""
+    import enum
+    import importlib
+    import pkgutil
+
+    import acc_agent.models as models
+    from acc_agent.registry import all_tools
+
+    found: set[str] = {value for kind in WORDS.values() for value in kind}
+
+    def walk(annotation: object) -> None:
+        if typing.get_origin(annotation) is typing.Literal:
+            found.update(a for a in typing.get_args(annotation) if isinstance(a, str))
+        elif isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+            found.update(m.value for m in annotation if isinstance(m.value, str))
+        for arg in typing.get_args(annotation):
+            walk(arg)
+
+    from pydantic import BaseModel
+
+    for info in pkgutil.iter_modules(models.__path__):
+        module = importlib.import_module(f"acc_agent.models.{info.name}")
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, BaseModel):
+                for finfo in obj.model_fields.values():
+                    walk(finfo.annotation)
+            else:
+                walk(obj)
+    for spec in all_tools().values():
+        found.add(spec.name)
+        found.update(spec.input_model.model_fields)
+        found.update(spec.output_model.model_fields)
+    return {v for v in found if "_" in v}
+
+
+@pytest.fixture(scope="module")
+def started(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project just begun (``acc-agent init``'s file, nothing measured): every gap path of the templates."""
+    from acc_agent.registry import call_tool
+
+    root = tmp_path_factory.mktemp("started")
+    call_tool("init_project", {"folder": str(root / "proj")})
+    wf = run_workflow(load_project(root / "proj" / "mig.yaml"))
+    for lang in ("en", "zh"):
+        render_all(wf, root / lang, lang, with_plots=False)
+    return root
+
+
+@pytest.mark.parametrize("which", ["demo", "started"])
+def test_no_raw_enum_values_python_reprs_or_internal_references(which: str, request: pytest.FixtureRequest) -> None:
+    """What a reader reads (code spans, commands and the machine-probe block aside) holds no Python value,
+    no machine identifier and no reference to a document the reader does not have, in either language."""
+    root = request.getfixturevalue("demo")[0] if which == "demo" else request.getfixturevalue("started")
+    identifiers = _machine_identifiers()
+    assert {"operator_fault", "device_only", "short_run", "compare_performance", "fault_enters", "batch_size"} <= identifiers
+    found = []
     for lang in ("en", "zh"):
         for name, text in _docs(root, lang).items():
-            prose = _prose(text)
-            assert not _RAW.search(prose), (lang, name, _RAW.search(prose))
-            leaked = sorted(v for v in enums if re.search(rf"(?<![\w\\]){re.escape(v)}(?!\w)", prose.replace("\\_", "_")))
-            assert not leaked, (lang, name, leaked)
+            prose = _prose(text).replace("\\_", "_")
+            found += [(lang, name, m.group(0)) for m in _RAW.finditer(prose)]
+            found += [(lang, name, m.group(0)) for m in _INTERNAL.finditer(text)]
+            found += [(lang, name, v) for v in sorted(identifiers)
+                      if re.search(rf"(?<![\w.\\/<-]){re.escape(v)}(?![\w/])", prose)]
+    assert not found, found
+
+
+def test_every_number_in_a_fact_table_names_its_source(demo: tuple[Path, WorkflowResult]) -> None:
+    """An Item/Value row that states a number says where it comes from (a file, a command, a mig.yaml key),
+    or is N/A with the reason; what the engineer wrote in mig.yaml is quoted as written."""
+    from acc_agent.render.checks import parse
+
+    root, wf = demo
+    written = [s.replace("\\", "") for s in _user_strings(wf)]
+    exempt = {"Statistics", "统计量", "Report generated", "报告生成日期"}  # a definition; the generation date itself
+    unsourced = []
+    for lang in ("en", "zh"):
+        for name, text in _docs(root, lang).items():
+            for table in parse(text, name).tables:
+                if table.header[:1] not in (["Item"], ["项目"]):
+                    continue
+                for row in table.rows:
+                    label, value = row[0], row[1]
+                    bare = re.sub(r"`[^`]*`", "", value).replace("\\", "")
+                    if label in exempt or not re.search(r"\d", bare) or value.startswith("N/A"):
+                        continue
+                    if "(source: " in value or "(来源: " in value or any(s in bare for s in written):
+                        continue
+                    unsourced.append((lang, name, table.section, label, value[:80]))
+    assert not unsourced, unsourced
 
 
 def test_every_documented_verdict_has_a_word_in_both_languages() -> None:
@@ -294,6 +380,34 @@ def test_a_hand_changed_number_fails_the_check_naming_file_and_line(demo: tuple[
     assert [p.line for p in recompute(work / "en", work / "demo_project" / "mig.yaml")] == [at + 1]
 
 
+@pytest.mark.parametrize(("lang", "doc", "before", "after"), [
+    ("en", "Mig_Readme", "| Flat-loss step limit | 500 ", "| Flat-loss step limit | 600 "),
+    ("en", "Compare", "| 0.001356 | 2.147 |", "| 0.001356 | 2.417 |"),
+    ("en", "Mig_report", "| Latency KPI (p50) | 5 ms ", "| Latency KPI (p50) | 4 ms "),
+    ("zh", "Mig_report", "| 时延 KPI (p50) | 5 ms ", "| 时延 KPI (p50) | 50 ms "),
+])
+def test_a_hand_changed_number_in_any_document_is_found(demo: tuple[Path, WorkflowResult], tmp_path: Path,
+                                                        lang: str, doc: str, before: str, after: str) -> None:
+    """Each of the three deliverables, either language: the footer check names the edited section's line,
+    the re-computation the very line with both values; the untouched documents beside it pass."""
+    shutil.copytree(demo[0], tmp_path / "c")
+    folder = tmp_path / "c" / lang
+    assert not check_folder(folder)[0] and not recompute(folder, tmp_path / "c" / "demo_project" / "mig.yaml")
+    path = folder / f"{doc}.md"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if before in ln)
+    lines[at] = lines[at].replace(before, after)
+    path.write_text("".join(lines), encoding="utf-8")
+    problems, _ = check_folder(folder)
+    assert [(p.doc, p.check) for p in problems] == [(doc, "hand_edited")], problems
+    heading = problems[0].line
+    assert heading is not None and heading <= at + 1 and lines[heading - 1].startswith("#")
+    again = recompute(folder, tmp_path / "c" / "demo_project" / "mig.yaml")
+    assert [(p.doc, p.check, p.line) for p in again] == [(doc, "differs_from_inputs", at + 1)], again
+    assert after.strip(" |") in again[0].message and before.strip(" |") in again[0].message
+    assert str(again[0]).startswith(f"{doc}.md:{at + 1} ")
+
+
 def test_report_check_cli_fails_on_an_edit_and_passes_on_hand_written_blocks(demo: tuple[Path, WorkflowResult],
                                                                              tmp_path: Path,
                                                                              capsys: pytest.CaptureFixture[str]) -> None:
@@ -370,6 +484,18 @@ def test_chinese_demo_has_no_english_sentences(demo: tuple[Path, WorkflowResult]
             if words:
                 left.append(f"{name}: {words[:8]} in {line[:160]}")
     assert not left, "\n".join(left)
+
+
+def test_chinese_demo_keeps_every_fact_of_the_english_one(demo: tuple[Path, WorkflowResult]) -> None:
+    """A translation drops nothing and leaves no English in the sources: "and 6 more" has its Chinese
+    form, and a source names its step as 第 N 步 (inside the code span, where the word test cannot look)."""
+    root, _ = demo
+    en, zh = _docs(root, "en"), _docs(root, "zh")
+    for name in DOCUMENTS:
+        more = re.findall(r"; and (\d+) more\.", en[name])
+        assert re.findall(r"；另有 (\d+) 行", zh[name]) == more, name
+        assert not re.search(r"(?<!--)\bsteps? \d", LIVE_RE.sub("", zh[name])), name  # --steps 300 is a command
+    assert "logs/npu_fp16_train.log，第 1–100 步" in zh["Compare"]
 
 
 def test_static_advice_tables_have_chinese_forms() -> None:

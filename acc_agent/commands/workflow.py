@@ -6,7 +6,8 @@ through MCP without a shell. ``report`` is the one command that writes the docum
 generated ``render-deliverables`` command is the same tool, kept for scripts written against it.
 
 Exit codes follow the tool commands: 0 written (complete or with gaps that say N/A and why) or
-every check passed, 1 a check failed, 2 bad input or usage.
+every check passed, 1 a check failed, 2 bad input or usage (a bad --lang, a project file that does
+not load, an --out folder holding no documents to check).
 """
 
 from __future__ import annotations
@@ -47,9 +48,22 @@ def _find_config(folder: Path, config: Path | None) -> Path | None:
     return default if default.is_file() else None
 
 
+def _check_lang(lang: str) -> None:
+    """Refuse a language before anything is copied or run, naming the command the user typed."""
+    if lang not in ("en", "zh"):
+        _fail(AccAgentError("invalid_input", f"--lang {lang!r}: the documents are written in en or zh",
+                            hint="Pass --lang en or --lang zh."))
+
+
 def _print_check(folder: Path, config: Path | None, recompute: bool) -> int:
     from acc_agent.render.checks import check_folder, user_strings
+    from acc_agent.render.deliverables import DOCUMENTS
 
+    if not any((folder / f"{name}.md").is_file() for name in DOCUMENTS):
+        # nothing to check is a wrong --out (bad input), not documents that failed their checks
+        _fail(AccAgentError("missing_documents", f"no acc-agent documents in {folder} "
+                            f"({', '.join(f'{n}.md' for n in DOCUMENTS)})",
+                            hint="Pass --out with the folder `acc-agent report` wrote, or run `acc-agent report` first."))
     strings = None
     path = _find_config(folder, config)
     if path is not None:  # with the project file, also verify its strings were printed escaped
@@ -140,6 +154,7 @@ def register(app: typer.Typer) -> None:
                                                 help="With --check: also re-compute the documents from the inputs "
                                                      "(runs the tools again).")] = True,
     ) -> None:
+        _check_lang(lang)
         if check:
             base = config if config is not None and config.is_dir() else (config.parent if config is not None else Path("."))
             folder = out if out is not None else base
@@ -156,6 +171,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         import acc_agent
 
+        _check_lang(lang)
         samples = Path(acc_agent.__file__).resolve().parents[1] / "samples" / "demo_project"
         if not (samples / "mig.yaml").is_file():
             _fail(AccAgentError("missing_samples", f"demo project not found at {samples}",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shlex
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -61,10 +62,12 @@ class Ctx:
             text += f"; {md_escape(self.t('fill_with'))}: {code(command)}"
         return Markup(text)
 
-    def gap(self, result: SkillResult) -> Markup:
+    def gap(self, result: SkillResult, command: str | None = None) -> Markup:
+        """N/A with the reason and the command that fills it (``command`` when the plan's own line
+        still holds placeholders the report can already fill)."""
         reason = result.reason or f"{result.tool}: {result.status}"
         reason = self.t(result.why_key).format(**result.why_args) if result.why_key else self.tt(reason)
-        return self.na(reason, result.command)
+        return self.na(reason, result.command if command is None else command)
 
     def val(self, text: Any, source: str = "") -> Markup:
         body = md_escape(fmt_num(text) if isinstance(text, float) else text)
@@ -238,7 +241,8 @@ def build_datasets(c: Ctx, p: Project) -> list[list[Markup]]:
     rows = []
     for d in p.datasets:
         same = c.word("yes") if d.same_as_baseline else c.word("no") if d.same_as_baseline is False else c.na(c.t("na_not_stated"))
-        rows.append([c.word("p_" + d.purpose), c.val(d.dataset), c.val(d.subset or "—"), same,
+        rows.append([c.word("p_" + d.purpose), c.val(d.dataset) if d.dataset else c.na(c.t("na_no_dataset_name")),
+                     c.val(d.subset or "—"), same,
                      code(d.path) if d.path else c.na(c.t("na_no_local_path"))])
     return rows
 
@@ -277,7 +281,7 @@ def build_training(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
             continue
         last = _last_point(dig(r.output, "series", metric))
         finals[side] = last
-        out[side] = (c.val(last[1], f"{rel}, step {last[0]}") if last
+        out[side] = (c.val(last[1], c.t("src_step").format(log=rel, step=last[0])) if last
                      else c.na(c.t("na_no_series").format(metric=metric, log=rel), r.command))
     b, tg = finals["baseline_log"], finals["target_log"]
     if b and tg:
@@ -292,7 +296,7 @@ def build_training(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     if sr.ok and sr.output is not None:
         drop = _finite(sr.output.get("relative_drop"))
         ws, we = dig(sr.output, "window", "start_step"), dig(sr.output, "window", "end_step")
-        src = f"{p.artefacts.target_log}, steps {ws}–{we}; {sr.command}"
+        src = c.t("src_steps").format(log=p.artefacts.target_log, a=ws, b=we, command=sr.command)
         out["short_run"] = (c.val(f"{drop * 100:.1f} %", src) if drop is not None else c.na(c.t("na_drop"), sr.command))
         out["short_run_verdict"] = str(sr.output.get("verdict"))
         # slightly above the band is allowed (with the actual percentage written down): a pass
@@ -467,7 +471,8 @@ def build_found_problems(c: Ctx, wf: WorkflowResult, generated: str, env: dict[s
 def build_localisation(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
     """Replay (kernel or inputs?) and precision bisection, from their saved results when mig.yaml gives them."""
     rp, bs = wf.get("replay"), wf.get("bisect")
-    out: dict[str, Any] = {"replay": None, "bisect": None, "replay_gap": c.gap(rp), "bisect_gap": c.gap(bs)}
+    out: dict[str, Any] = {"replay": None, "bisect": None, "replay_gap": c.gap(rp, _replay_command(wf)),
+                           "bisect_gap": c.gap(bs)}
     if rp.ok and rp.output is not None:
         o = rp.output
         enters = str(o.get("fault_enters") or "not_reproducible")
@@ -490,6 +495,22 @@ def build_localisation(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
             "summary": c.val(c.tt(o.get("summary", ""))),
         }
     return out
+
+
+def _replay_command(wf: WorkflowResult) -> str:
+    """The replay-op line that fills the replay step: the two dumps compare_dumps read, and the call it
+    found diverging (a placeholder only while there is none), so the reader can run it as printed."""
+    dumps = wf.get("dumps")
+    try:
+        words = shlex.split(dumps.command)
+    except ValueError:
+        words = []
+    sides = ([w if w.startswith("<") else shlex.quote(w) for w in words[2:4]] if len(words) >= 4
+             else ["<DUMPS.GOLDEN>", "<DUMPS.TARGET>"])  # placeholders stay as the other fill-in lines print them
+    fd = (dumps.output or {}).get("first_divergence") if dumps.ok else None
+    call = fd.get("module") if isinstance(fd, dict) else None
+    op = shlex.quote(str(call)) if call else "'<first divergence call>'"
+    return f"acc-agent replay-op {sides[0]} {sides[1]} --op {op}"
 
 
 def _shown(value: Any) -> str:
@@ -655,7 +676,7 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         "baseline_cell": base_cell,
         "sides": sides,
         "settings_check": settings_check,
-        "scope": c.val(str(settings.get("scope") or perf.scope), tsrc or "mig.yaml performance.scope"),
+        "scope": c.val(word("scope", str(settings.get("scope") or perf.scope), c.lang), tsrc or "mig.yaml performance.scope"),
         "warmup": c.val(str(settings.get("warmup", perf.warmup)), tsrc or "mig.yaml performance.warmup"),
         "iterations": c.val(str(settings.get("iterations", perf.iterations)), tsrc or "mig.yaml performance.iterations"),
         "batches": c.val(", ".join(str(b) for b in batches)),
@@ -664,8 +685,9 @@ def build_performance(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         "warmup_reason": c.val(c.tt(ms["warmup_reason"])) if ms.get("warmup_reason") else c.word("warmup_reason"),
         "iterations_reason": c.val(c.tt(ms["iterations_reason"])) if ms.get("iterations_reason") else Markup(""),
         "sync": c.val(c.tt(ms["synchronisation"])) if ms.get("synchronisation") else c.na(c.t("na_not_recorded")),
-        "throughput_def": c.val(c.tt(ms.get("throughput_definition") or settings.get("throughput_unit")
-                                     or "samples/s = batch_size / mean latency")),
+        "throughput_def": c.val(c.tt(ms.get("throughput_definition") or settings.get("throughput_unit"))
+                                if ms.get("throughput_definition") or settings.get("throughput_unit")
+                                else c.t("throughput_default")),
         "reproducibility": c.val(perf.reproducibility) if perf.reproducibility else c.na(c.t("na_no_repro")),
         "stages": [[c.val(s.get("stage", "")), c.val(s.get("time_ms", "")), c.val(s.get("source", ""))] for s in perf.stages],
         "bottleneck": bottleneck,
@@ -747,18 +769,34 @@ def build_environment(c: Ctx, wf: WorkflowResult) -> dict[str, Any]:
         summary = c.t("env_recorded_summary").format(ok=n_ok, n=len(recorded))
         if failing:
             summary += "; " + c.t("env_recorded_failing").format(names=", ".join(failing))
-        recorded_summary = c.val(summary, ", ".join(sorted({f.replace(base, "") for f in files if not f.startswith("/")}))
-                                 or r.source)
+        recorded_source = (", ".join(sorted({f.replace(base, "") for f in files if not f.startswith("/")}))
+                           or r.source)
+        recorded_summary = _with_names(summary, failing, f" ({md_escape(c.t('source'))}: {code(recorded_source)})")
         if saved:
             recorded_summary = c.val(word("environment", str(out.get("verdict")), c.lang) + " — " + c.tt(_strip_verdict(
                 str(out.get("summary", "")))), r.source.replace("saved result ", ""))
     else:
         recorded_summary = c.na(c.t("na_no_recorded_env"))
-    live_verdict = c.val(f"{word('environment', str(out.get('verdict')), c.lang)} — "
-                         f"{c.tt(_strip_verdict(str(out.get('summary', ''))))}", r.command)
+    names = [str(ch.get("name")) for ch in out.get("checks") or [] if isinstance(ch, dict) and ch.get("name")]
+    live_verdict = _with_names(f"{word('environment', str(out.get('verdict')), c.lang)} — "
+                               f"{c.tt(_strip_verdict(str(out.get('summary', ''))))}", names,
+                               f" ({md_escape(c.t('source'))}: {code(r.command)})")
     return {"ok": True, "gap": Markup(""), "recorded": recorded, "recorded_summary": recorded_summary,
             "recorded_failing": failing, "live": [] if saved else live, "live_verdict": live_verdict,
             "versions": versions, "saved": saved}
+
+
+def _with_names(text: str, names: list[str], tail: str = "") -> Markup:
+    """``text`` with the check names it lists (``driver, cann_toolkit``) set as code, as the check
+    tables print them, so a reader meets no bare identifier in a sentence. Only names standing as
+    items of a list (after ``:``/``,``, before ``,``/``;``/the end) are marked, not the same word in prose."""
+    idents = sorted(set(names), key=len, reverse=True)
+    if not idents:
+        return Markup(md_escape(text) + tail)
+    pattern = re.compile(r"(?:(?<=: )|(?<=, )|(?<=：))(" + "|".join(re.escape(n) for n in idents) + r")(?=, |;|；|$)")
+    parts = pattern.split(text)
+    body = "".join(code(part) if k % 2 else md_escape(part) for k, part in enumerate(parts))
+    return Markup(body + tail)
 
 
 _COMMAND_START = ("./", "pip ", "export ", "source ", "acc-agent ", "npu-smi ", "python", "bash ", "sudo ")
@@ -770,6 +808,11 @@ def _fix_cell(c: Ctx, fix: Any) -> Markup | None:
         return None
     text = str(fix)
     if text.startswith(_COMMAND_START) and "`" not in text and ", " not in text:
+        # a trailing "(after the driver)" is advice about the command, not part of what is run
+        command, sep, note = text.partition(" (")
+        if sep and note.endswith(")") and "(" not in note:
+            said = c.tt(f"({note}")
+            return Markup(code(command) + ("" if said.startswith("（") else " ") + md_escape(said))
         return code(text)
     return c.val(c.tt(text))
 
@@ -819,8 +862,11 @@ def build_verification(c: Ctx, wf: WorkflowResult, tr: dict[str, Any], golden: d
     boxes.append(_box(c, "full_accuracy", ev is not None, ev or c.na(c.t("na_no_full_acc"))))
     pv = perf["verdict"]
     basis = "ev_perf_kpi" if p.thresholds.latency_p50_ms is not None else "ev_perf_baseline"
+    # the KPI verdict comes from the NPU timing and the KPI, the baseline one from the comparison's command
+    basis_source = (", ".join(x for x in (p.artefacts.target_perf, "mig.yaml thresholds.latency_p50_ms") if x)
+                    if basis == "ev_perf_kpi" else wf.get("performance").command)
     boxes.append(_box(c, "performance", pv == "met", c.val(c.t(basis).format(word=word("performance", pv, c.lang)),
-                                                           ", ".join(perf["sources"]))
+                                                           basis_source)
                       if pv else c.na(c.t("na_perf_no_result" if perf["triggered"] else "na_perf_not_triggered"))))
     return boxes
 
@@ -866,7 +912,7 @@ def build_context(wf: WorkflowResult, lang: str, plots: dict[str, str] | None = 
         "baseline": build_baseline(c, wf),
         "datasets": build_datasets(c, p),
         # Summary names the datasets from the same rows Compare §2.4 lists (a row without a name shows its path)
-        "dataset_names": ", ".join(dict.fromkeys(d.dataset or d.path or d.purpose for d in p.datasets)),
+        "dataset_names": ", ".join(dict.fromkeys(d.dataset or d.path or c.t("p_" + d.purpose) for d in p.datasets)),
         "th": build_thresholds(c, p),
         "training": tr,
         "golden": golden,

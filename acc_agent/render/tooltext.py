@@ -23,8 +23,14 @@ def _compiled() -> tuple[tuple[re.Pattern[str], str], ...]:
     return tuple((re.compile(pattern), zh) for pattern, zh in sorted(RULES, key=lambda r: -len(r[0])))
 
 
-#: English clarifications: the one error figure named without its kind gets its kind.
-_EN_RULES = ((re.compile(r"\brelative error (?=[-\d.])"), "relative L2 error "),)
+#: English clarifications: the one error figure named without its kind gets its kind; a field name or
+#: variable a tool's sentence quotes is said in words (the JSON keeps it for scripts, a reader has no use for it).
+_EN_RULES = (
+    (re.compile(r"\brelative error (?=[-\d.])"), "relative L2 error "),
+    (re.compile(r"\(fault_enters: operator or inputs\)"),
+     "(its result says whether the difference enters through the operator or through its inputs)"),
+    (re.compile(r"\bbatch_size / mean latency"), "batch size / mean latency"),
+)
 
 
 def relative_paths(text: str, base: str | None) -> str:

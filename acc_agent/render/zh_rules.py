@@ -273,8 +273,9 @@ RULES: list[tuple[str, str]] = [
      r"to tell the two apart\.",
      " 它也是第一个进行计算的层，对所有层生效的精度设置（量化、低精度内核）在这里看起来也会一样：单独以更高精度重跑这一层即可区分两者。"),
     (r" (?P<n>\d+) earlier rows? of this pass fails? msprobe's bar \(cosine < 0\.99 or MaxAbsErr > 1e-3\) and "
-     r"(?:were|was) discounted: (?P<t_list>.+?)(?:; and (?P<more>\d+) more)?(?:; see discounted_rows)?\.$",
+     r"(?:were|was) discounted: (?P<t_list>.+?)(?:; see discounted_rows)?\.$",
      " 该方向中较早的 {n} 行未达到 msprobe 的标准（余弦 < 0.99 或 MaxAbsErr > 1e-3），已被排除：{t_list}。"),
+    (r"; and (?P<more>\d+) more$", "；另有 {more} 行"),
     (r"(?P<row>[A-Za-z][\w.]*\.\d+) \((?P<t_why>relative (?:L2 )?error [^()]*\([^()]*\): [^()]*)\)", "{row}（{t_why}）"),
     (r"relative (?:L2 )?error (?P<e>\S+) is within what precision explains at this point of the dataflow \((?P<x>\S+)x "
      r"the allowed error\): MaxAbsErr above 1e-3 comes from the size of the values, not from a fault",
@@ -425,7 +426,7 @@ RULES: list[tuple[str, str]] = [
      "仅凭统计量无法证明输入完全相同。"),
     (r"Tell the kernel from its inputs: (?P<call>.+?) re-runs the call on the CPU from the target's recorded inputs "
      r"\(fault_enters: operator or inputs\)\.",
-     "区分内核与输入：{call} 用目标侧记录的输入在 CPU 上重跑该调用（fault_enters 给出 'operator' 或 'inputs'）。"),
+     "区分内核与输入：{call} 用目标侧记录的输入在 CPU 上重跑该调用（其结果判定差异来自算子本身还是其输入）。"),
     (r"^(?P<a>.+?) and (?P<b>acc-agent .+)$", "{a} 和 {b}"),
     (r"If the operator is random or order-dependent \(dropout, sampling, atomic reductions\), first compare two target "
      r"runs of the same input: (?P<call>.+?); a random operator is not a migration fault\.",
@@ -642,7 +643,8 @@ RULES: list[tuple[str, str]] = [
     (r"first calls pay for allocation and cache warm-up", "最初几次调用包含内存分配与缓存预热开销"),
     (r"(?P<n>\d+) samples give stable p50/p95", "{n} 个样本可得到稳定的 p50/p95"),
     (r"none \(numpy on CPU is synchronous\)", "无（CPU 上的 numpy 本身是同步的）"),
-    (r"samples/s = batch_size / mean latency", "samples/s = batch_size / 平均时延"),
+    (r"samples/s = batch_size / mean latency", "samples/s = batch 大小 / 平均时延"),
+    (r" \(per sample\)", "（按样本计）"),
     (r"requests/s = 1 / mean latency", "requests/s = 1 / 平均时延"),
     (r"sequential, single request at a time", "顺序执行，每次一个请求"),
     (r"sequential, one request at a time", "顺序执行，每次一个请求"),
