@@ -23,6 +23,9 @@ from functools import lru_cache
 BENCH_RATIO = 2.0
 BUDGET_ROUNDINGS = 16.0
 GROWTH_RATIO = 2.0  # the error at least doubled after the first divergence: more error was injected
+#: An error this large entering at one call is not one layer's rounding in any precision (1 % is the
+#: FP16/BF16 relative tolerance): growth after it is the fault travelling on, not accumulation.
+SINGLE_JUMP_ERR = 0.01
 
 _PRECISION_BITS = {
     "float64": 53,

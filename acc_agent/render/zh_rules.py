@@ -245,6 +245,11 @@ RULES: list[tuple[str, str]] = [
     (r"^The forward pass agrees; in the backward pass: (?P<t_rest>.+)$", "前向一致；反向中：{t_rest}"),
     (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision; ",
      "单点跳变：{node} 的输入一致，输出却超出精度 {x} 倍；"),
+    (r" Its inputs? (?P<args>.+?) (?:has|have) no Mean/Norm in this statistics dump \(msprobe writes only Max/Min for a "
+     r"bool tensor\), so a difference there cannot be seen: it may be where the fault enters \(e\.g\. a mask built one "
+     r"position off\) rather than the operator itself\.",
+     " 其输入 {args} 在此统计量 dump 中没有 Mean/Norm（msprobe 对 bool 张量只记录 Max/Min），因此看不出其中的差异："
+     "故障可能从这里进入（例如掩码错位一格），而不是算子本身。"),
     (r"Overflow: (?P<node>\S+) is the first call to produce Inf/NaN from finite inputs; ",
      "溢出：{node} 是第一个由有限输入产生 Inf/NaN 的调用；"),
     (r"The difference enters (?P<node>\S+) through its argument (?P<arg>\S+) \((?P<t_d>" + _B + r")\); ",

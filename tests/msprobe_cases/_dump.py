@@ -619,6 +619,12 @@ def _layernorm_eps(side: str) -> Plan:
     return Plan(_forward(model, 0.05 * _x((4, 16))))
 
 
+def _statistics(plan: Plan) -> Plan:
+    """The same run dumped with msprobe's default task (statistics only: Max/Min/Mean/Norm per tensor)."""
+    plan.task = "statistics"
+    return plan
+
+
 BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "tensor_l1_gelu": lambda side, rank: _mlp_gelu(side, "tensor"),
     "stats_l1_gelu": lambda side, rank: _mlp_gelu(side, "statistics"),
@@ -642,6 +648,9 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "bn_batch_stats": lambda side, rank: _bn_batch_stats(side),
     "gelu_tanh": lambda side, rank: _gelu_tanh(side),
     "layernorm_eps": lambda side, rank: _layernorm_eps(side),
+    "stats_mask_off_by_one": lambda side, rank: _statistics(_mask_off_by_one(side)),
+    "stats_backward_custom": lambda side, rank: _statistics(_backward_custom(side)),
+    "stats_two_ranks": lambda side, rank: _statistics(_two_ranks(side, rank)),
 }
 
 

@@ -144,6 +144,18 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "variance is small; fp32, L1 tensor, forward only. The target's layer_norm kernel uses eps 1e-3 "
              "whatever it is called with.", "operator_fault", "Functional.layer_norm.0.forward",
              pass_="forward"),
+    CaseSpec("stats_mask_off_by_one", "Same models and fault as `mask_off_by_one`, dumped with msprobe's default "
+             "task statistics: the bool mask gets only Max/Min (true/false on both sides, Mean and Norm null), so "
+             "the difference cannot be seen in it; Tensor.masked_fill.0.forward is the first call whose output "
+             "statistics move (Mean and Norm ~18 %) while its inputs' statistics agree, and the attention after "
+             "it doubles that error: one jump, not accumulation.", "operator_fault", "Tensor.masked_fill.0.forward",
+             pass_="forward", absent_prefixes=("Torch.triu.", "Tensor.triu.")),
+    CaseSpec("stats_backward_custom", "Same models and fault as `backward_custom` (ScaledTanh.backward x1.5 on "
+             "every other element, forward bit-identical), dumped with task statistics.", "operator_fault",
+             "Functional.linear.1.backward", pass_="backward", differing_inputs=("input.0",)),
+    CaseSpec("stats_two_ranks", "Same models and fault as `two_ranks` (rank 1's gelu adds 1.0 to every 5th "
+             "element), dumped with task statistics on both ranks.", "operator_fault", "Functional.gelu.0.forward",
+             pass_="forward", rank="rank1", world_size=2, other_rank_first_diff="Distributed.all_reduce.0.forward"),
 )}
 
 CASE_NAMES: tuple[str, ...] = tuple(SPECS)

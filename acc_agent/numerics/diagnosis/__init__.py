@@ -173,9 +173,24 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
                               "hardware."],
                 details={"excursion": t.name, "final_row": final.name if final else None}, **base)
         growth = _growth(final, t)
-        if growth is not None and growth >= budgets.GROWTH_RATIO and final is not None:
+        if growth is not None and growth >= budgets.GROWTH_RATIO and final is not None \
+                and not _single_jump(t, graph):
             return None, explain.accumulation(t, final, growth, graph, direction, base)
     return _operator_fault(finding, final, graph, golden, target, use_bench, direction, base)
+
+
+def _single_jump(t: Tensor, graph: Graph) -> bool:
+    """Whether the first divergence is one large step (a fault) rather than error that layers keep adding.
+
+    Precision accumulation is error added at many layers: each later layer is beyond precision
+    given its own inputs (an int8 model quantises every linear). A call whose output is already a
+    percent or more off, after which no layer adds error of its own, did the damage alone, however
+    much the layers after it amplify it (a causal mask built one diagonal off moves the masked
+    scores 18 % at once, and the attention after it doubles that)."""
+    if t.err is None or not math.isfinite(t.err) or t.err < budgets.SINGLE_JUMP_ERR:
+        return False
+    return not any(x.beyond and not x.is_input and x.pos > t.pos and x.direction == t.direction
+                   and x.node is not None and x.node.computing for x in graph.tensors)
 
 
 def _growth(final: Tensor | None, t: Tensor) -> float | None:
@@ -232,6 +247,12 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     explanation = lead + f"in the {direction} pass; " + tail
     if measured is not None:
         explanation += f" Measured on its recorded tensors: {measured.statement}."
+    unseen = _unseen_inputs(node) if f.enters == "operator" else []
+    if unseen:
+        explanation += (f" Its input{'s' if len(unseen) > 1 else ''} {', '.join(unseen)} {'have' if len(unseen) > 1 else 'has'} "
+                        "no Mean/Norm in this statistics dump (msprobe writes only Max/Min for a bool tensor), so a "
+                        "difference there cannot be seen: it may be where the fault enters (e.g. a mask built one "
+                        "position off) rather than the operator itself.")
     if first_layer:
         explanation += (" It is also the first layer that computes anything, so a precision setting applied to every "
                         "layer (quantisation, lower-precision kernels) would look the same here: re-run this layer "
@@ -242,9 +263,26 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         details={"operator": node.key, "final_row": final.name if final else None,
                  "growth_after_divergence": growth, "first_computing_layer": first_layer,
                  "enters_through": f.enters, "argument": f.argument, "difference": difference,
+                 "inputs_statistics_cannot_show": unseen,
                  "first_bad_tensor_inside": t.name if f.container is not None else None,
                  "operator_family": probes.family(node.key),
                  "measured_behaviour": measured.shows if measured is not None else None}, **base)
+
+
+def _unseen_inputs(node: Any) -> list[str]:
+    """The call's statistics-compared inputs whose statistics could not show a difference.
+
+    msprobe's statistics dump gives a bool tensor only Max/Min (Mean and Norm are null), so a mask
+    built one diagonal off looks identical on both sides; without an md5 nothing says it agrees."""
+    out: list[str] = []
+    for x in node.inputs:
+        d = x.row.__dict__  # statistics rows are sparse (DumpRow.__getattr__)
+        if d.get("compare_mode", "tensor") == "tensor" or d.get("md5_equal") is not None:
+            continue
+        stats = d.get("golden_stats") or {}
+        if stats and (stats.get("Mean") is None or stats.get("Norm") is None):
+            out.append(x.arg)
+    return out
 
 
 def _transforms(rows: list[Tensor], golden: Dump | None, target: Dump | None, *,
