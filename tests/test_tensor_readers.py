@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import zipfile
 from pathlib import Path
 
 import ml_dtypes
@@ -210,3 +211,30 @@ def test_dump_streams_c_order_and_loads_fortran_order(tmp_path: Path) -> None:
     dump = open_dump(tmp_path)
     assert isinstance(dump.stream("c"), tensors.NpyStream)  # type: ignore[union-attr]
     assert isinstance(dump.stream("f"), np.ndarray)  # type: ignore[union-attr]
+
+
+def test_npz_zip_bomb_refused_before_inflating(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bomb whose zip directory tells the truth (claimed size = real size) is refused by its ratio."""
+    monkeypatch.setattr(tensors, "NPZ_RATIO_FREE_BYTES", 1 << 20)  # a 4 MB bomb stands for a 4 GB one
+    bomb = tmp_path / "bomb.npz"
+    np.savez_compressed(bomb, x=np.zeros(1 << 20, np.float32))
+    with zipfile.ZipFile(bomb) as zf:
+        info = zf.getinfo("x.npy")
+        assert info.file_size > 200 * info.compress_size  # genuine: its header claims what it holds
+    inflated: list[int] = []
+    real_read = zipfile.ZipExtFile.read
+    monkeypatch.setattr(zipfile.ZipExtFile, "read",
+                        lambda self, n=-1: inflated.append(n) or real_read(self, n))  # type: ignore[func-returns-value]
+    with pytest.raises(AccAgentError) as exc:
+        read_tensor(bomb, "x")
+    err = exc.value
+    assert err.code == "compression_bomb" and "bomb.npz" in err.message and "x.npy" in err.message
+    assert err.path == str(bomb) and "uncompressed" in err.hint
+    assert not inflated  # refused from the zip directory alone, nothing decompressed
+    # the same member below the bound, and a stored (uncompressed) big one, still read
+    small = tmp_path / "small.npz"
+    np.savez_compressed(small, x=np.zeros(1000, np.float32))
+    assert read_tensor(small, "x").shape == (1000,)
+    stored = tmp_path / "stored.npz"
+    np.savez(stored, x=np.zeros(1 << 20, np.float32))
+    assert read_tensor(stored, "x").shape == (1 << 20,)

@@ -397,7 +397,10 @@ class NpyStream:
         if lo + nbytes > self._prefetched and lo + nbytes < data_end:  # more reads follow this one
             end = min(data_end, lo + nbytes + STREAM_PREFETCH_BYTES)
             _advise(self._fd, lo, end - lo, "WILLNEED")
-            self._prefetched = end - STREAM_PREFETCH_BYTES // 2  # ask again half-way through
+            # ask again half-way through; never again once the end of the data was asked for (each
+            # call walks its whole range in the page cache: re-asking for the rest of a 4 MB tensor
+            # on every chunk walked it 8 times over)
+            self._prefetched = data_end if end == data_end else end - STREAM_PREFETCH_BYTES // 2
         if self._buf is None or self._buf.size < count:
             self._buf = np.empty(count, dtype=self.dtype)
         out = self._buf[:count]
@@ -468,12 +471,45 @@ def _check_npz_member(path: Path, archive: zipfile.ZipFile, key: str) -> None:
     name = key if key in archive.namelist() else f"{key}.npy"
     try:
         info = archive.getinfo(name)
+    except KeyError:  # numpy's read of the member words it
+        return
+    _check_npz_ratio(path, name, info)
+    try:
         with archive.open(info) as member:
             shape, _, dtype, offset = _npy_header(member)  # type: ignore[arg-type]
     except Exception:  # noqa: BLE001 - only a pre-check: numpy's read of the member words any problem
         return
     if not dtype.hasobject:
         _check_claim(path, shape, dtype.itemsize, info.file_size - offset, what=f"member {name}")
+
+
+#: A compressed ``.npz`` member may expand to at most this many times its stored size...
+NPZ_MAX_RATIO = 200
+#: ...once it is bigger than this (small members compress as they like: a zeroed bias is not a bomb).
+NPZ_RATIO_FREE_BYTES = 64 << 20
+
+
+def _check_npz_ratio(path: Path, name: str, info: zipfile.ZipInfo) -> None:
+    """Refuse a member that would decompress to far more than it stores (a zip bomb), before reading it.
+
+    Why: a bomb whose zip directory tells the truth passes every size check (its claimed size is
+    its real one), and numpy would allocate and inflate all of it: 1 MB of deflate can hold 1 GB
+    of zeros. Real tensor data compresses a few times at most; an all-zero tensor of more than
+    NPZ_RATIO_FREE_BYTES stored compressed is refused too, with the way to keep it readable.
+    """
+    if info.compress_type == zipfile.ZIP_STORED or info.file_size <= NPZ_RATIO_FREE_BYTES:
+        return
+    ratio = info.file_size / max(info.compress_size, 1)
+    if ratio > NPZ_MAX_RATIO:
+        raise AccAgentError(
+            "compression_bomb",
+            f"{path.name}: member {name} would expand {ratio:,.0f}x ({info.compress_size:,} bytes stored, "
+            f"{info.file_size:,} uncompressed); refused as a likely zip bomb (limit {NPZ_MAX_RATIO}x "
+            f"above {NPZ_RATIO_FREE_BYTES >> 20} MiB)",
+            hint="If the tensor is genuine, save it uncompressed (numpy.save to a .npy, or numpy.savez "
+                 "instead of savez_compressed) and compare that file.",
+            path=str(path),
+        )
 
 
 def npz_keys(path: Path) -> list[str]:

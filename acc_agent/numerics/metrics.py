@@ -12,6 +12,7 @@ buffers whatever the tensor size, and a memory-mapped ``.npy`` is read from disk
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -20,9 +21,11 @@ import numpy as np
 
 from acc_agent.models.compare import TensorMetrics
 from acc_agent.numerics import tolerance as tol
+from acc_agent.tools._blas_threads import numpy_blas_controlled, one_blas_thread
 
-#: Elements per pass: numpy's ~1 µs per call outweighs cache misses below this (32K ran ~15 % slower).
-CHUNK = 1 << 16
+#: Elements per pass: ~40 numpy calls of 1-3 µs each per chunk outweigh cache misses below this
+#: (on the 2-core VM 64 K ran ~8 % and 32 K ~12 % slower, 256 K ~20 % slower: the buffers leave L3).
+CHUNK = 1 << 17
 THOUSANDTH = 0.001
 FIVE_THOUSANDTHS = 0.005
 #: msprobe rounds a cosine above this to 6 decimals (CompareConst.COSINE_THRESHOLD).
@@ -82,17 +85,34 @@ class _Acc:
     positions_match: bool = True
 
 
-#: Longest slice handed to BLAS ``ddot`` at once. Why BLAS: on short slices it is about twice as fast
-#: as ``einsum``. Why short: OpenBLAS runs ``ddot`` single-threaded only up to 10,000 elements, and
-#: its threads on a busy 2-core machine made one long dot 40x slower. Always the same routine (never
-#: chosen by timing), so the same data gives the same bits in every process of a run.
+#: Longest slice handed to BLAS ``ddot`` at once where this process cannot set numpy's BLAS to one
+#: thread. Why BLAS: about twice as fast as ``einsum``. Why short then: OpenBLAS runs ``ddot``
+#: single-threaded only up to 10,000 elements, and its threads on a busy 2-core machine made one
+#: long dot 40x slower. Where the thread count is ours (numpy's OpenBLAS, see ``_blas_threads``)
+#: ``compute_metrics`` holds it at one and hands BLAS whole chunks: 8 calls per 64 K chunk were
+#: ~0.5 ns per element of call overhead. Either way always the same routine (never chosen by
+#: timing), so the same data gives the same bits in every process of a run.
 DOT_SLICE = 8192
+
+#: The reductions as ufunc methods: ``arr.max()`` goes through two Python layers more (~1.5 µs a call).
+_MAX = np.maximum.reduce
+_MIN = np.minimum.reduce
+_SUM = np.add.reduce
+_F32_EPS = np.float32(np.finfo(np.float32).eps)
+#: fp16's smallest normal and its spacing there, as float32: ULP = max(2**exponent(g), 2**-14) * 2**-10.
+_F16_MIN_NORMAL = np.float32(2.0 ** -14)
+_F16_ULP_SCALE = np.float32(2.0 ** -10)
+_F32_EXPONENT = np.int32(0x7F800000)
+
+
+#: Whether ``_dot`` may hand BLAS a whole chunk: set by ``compute_metrics`` on its first call.
+_WHOLE_DOTS: bool | None = None
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> float:
-    """float64 dot product, in slices BLAS keeps on one thread (see DOT_SLICE)."""
+    """float64 dot product: one BLAS call, or slices BLAS keeps on one thread whatever its setting (see DOT_SLICE)."""
     n = a.size
-    if n <= DOT_SLICE:
+    if _WHOLE_DOTS or n <= DOT_SLICE:
         return float(np.dot(a, b))
     total = 0.0
     for i in range(0, n, DOT_SLICE):
@@ -112,17 +132,18 @@ class _Work:
         self.size = size
         self.g64 = np.empty(size)
         self.t64 = np.empty(size)
-        self.b64 = np.empty(size)
-        self.c64 = np.empty(size)
+        self.d64 = np.empty(size)
         self.g32 = np.empty(size, np.float32)
         self.t32 = np.empty(size, np.float32)
         self.ad = np.empty(size, np.float32)
         self.ag = np.empty(size, np.float32)
         self.buf = np.empty(size, np.float32)
-        self.e32 = np.empty(size, np.int32)
         self.i32 = np.empty(size, np.int32)
         self.e64 = np.empty(size, np.int64)
         self.mask = np.empty(size, bool)
+        #: The clamp of ``_ulp_fp16_f32`` as a whole array: numpy's float32 ``maximum`` against a
+        #: scalar runs unvectorized here (0.82 ns an element), against an array 0.25.
+        self.f16_min_normal = np.full(size, _F16_MIN_NORMAL, np.float32)
 
 
 _WORK: _Work | None = None
@@ -148,22 +169,26 @@ def _ulp(g64: np.ndarray, fmt: str, e: np.ndarray) -> np.ndarray:
     return e.view(np.float64)
 
 
-def _ulp_fp16_f32(g32: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """fp16 spacing from float32 exponent bits (half the memory traffic of the float64 version)."""
-    mant, emin = _ULP_FORMATS["fp16"]
-    np.bitwise_and(g32.view(np.int32), np.int32(0x7F800000), out=e)
-    np.maximum(e, np.int32((127 + emin) << 23), out=e)
-    e -= np.int32(mant << 23)
-    return e.view(np.float32)
+def _ulp_fp16_f32(g32: np.ndarray, e: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    """fp16 spacing from float32 exponent bits (half the memory traffic of the float64 version).
+
+    The masked exponent read as float32 is 2**exponent (0 below the normals), so the clamp to the
+    smallest normal (``floor``, an array of 2**-14) and the shift by the mantissa width are a float32
+    ``maximum`` and an exact multiply by 2**-10. ``g32`` holds no Inf/NaN here.
+    """
+    p = np.bitwise_and(g32.view(np.int32), _F32_EXPONENT, out=e).view(np.float32)
+    np.maximum(p, floor, out=p)
+    np.multiply(p, _F16_ULP_SCALE, out=p)
+    return p
 
 
 def _zero_bad(acc: _Acc, g64: np.ndarray, t64: np.ndarray) -> np.ndarray:
     """Count NaN/Inf, note whether positions match, zero them on both sides (msprobe's rule)."""
     gn, gi, tn, ti = np.isnan(g64), np.isinf(g64), np.isnan(t64), np.isinf(t64)
-    acc.g_nan += int(gn.sum())
-    acc.g_inf += int(gi.sum())
-    acc.t_nan += int(tn.sum())
-    acc.t_inf += int(ti.sum())
+    acc.g_nan += int(np.count_nonzero(gn))
+    acc.g_inf += int(np.count_nonzero(gi))
+    acc.t_nan += int(np.count_nonzero(tn))
+    acc.t_inf += int(np.count_nonzero(ti))
     if not (np.array_equal(gn, tn) and np.array_equal(gi, ti)):
         acc.positions_match = False
     bad = gn | gi | tn | ti
@@ -175,8 +200,9 @@ def _zero_bad(acc: _Acc, g64: np.ndarray, t64: np.ndarray) -> np.ndarray:
 #: 2**112: an fp16 bit pattern shifted into float32's place reads 2**-112 times its value (normal
 #: and subnormal alike); multiplying by this is exact.
 _F16_SCALE = np.float32(2.0 ** 112)
-#: Every finite fp16 is below this in magnitude (65504); a shifted Inf/NaN pattern reads 2**16 or more.
-_F16_LIMIT = 65536.0
+#: Bit patterns of fp16 Inf/NaN: exponent 31, i.e. int16 >= 0x7C00 (positive) or uint16 >= 0xFC00 (negative).
+_F16_POS_NONFINITE = 0x7C00
+_F16_NEG_NONFINITE = 0xFC00
 
 
 def _f16_to_f32(src: np.ndarray, out: np.ndarray, bits: np.ndarray) -> np.ndarray:
@@ -184,12 +210,13 @@ def _f16_to_f32(src: np.ndarray, out: np.ndarray, bits: np.ndarray) -> np.ndarra
 
     The sign-extended int16 shifted left 13 puts the sign in bit 31 and exponent+mantissa in bits
     13-27 (bits 28-30 are sign copies and are masked off); read as float32 that is the value times
-    2**-112. Inf/NaN (exponent 31) would come out finite, so a chunk holding any is cast by numpy."""
+    2**-112. Inf/NaN (exponent 31) would come out finite, so a chunk holding any is cast by numpy;
+    they are found on the 2-byte patterns (two maxima), a quarter of the bytes of the result."""
     np.copyto(bits, src.view(np.int16), casting="unsafe")
     np.left_shift(bits, 13, out=bits)
     np.bitwise_and(bits, np.int32(-0x70002000), out=bits)  # 0x8FFFE000
     np.multiply(bits.view(np.float32), _F16_SCALE, out=out)
-    if float(out.max()) >= _F16_LIMIT or float(out.min()) <= -_F16_LIMIT:
+    if int(_MAX(src.view(np.int16))) >= _F16_POS_NONFINITE or int(_MAX(src.view(np.uint16))) >= _F16_NEG_NONFINITE:
         np.copyto(out, src, casting="unsafe")
     return out
 
@@ -215,19 +242,34 @@ def _as_f32(src: np.ndarray, w32: np.ndarray, bits: np.ndarray) -> np.ndarray:
     return w32
 
 
-def _load(src: np.ndarray, w64: np.ndarray, w32: np.ndarray | None,
-          bits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-    """Copy a chunk into the float64 buffer (and the float32 one when the float32 path needs it).
+def _as_f64(src: np.ndarray, w64: np.ndarray) -> np.ndarray:
+    """A float64 copy of a chunk for the float64 path (ints, bools, float64; all exact)."""
+    if _is_ml_dtype(src.dtype):
+        src = src.astype(np.float32)
+    np.copyto(w64, src, casting="unsafe")
+    return w64
 
-    All conversions are exact, so the numbers are those of a plain ``astype``."""
-    if w32 is None:
-        if _is_ml_dtype(src.dtype):
-            src = src.astype(np.float32)
-        np.copyto(w64, src, casting="unsafe")
-        return w64, None
-    f32 = _as_f32(src, w32, bits if bits is not None else np.empty(src.size, np.int32))
-    np.copyto(w64, f32)
-    return w64, f32
+
+def _cos_sums(acc: _Acc, g64: np.ndarray, t64: np.ndarray) -> np.ndarray | None:
+    """Add the chunk's cosine sums; returns the NaN/Inf mask where the chunk had any (then zeroed)."""
+    ss_g = _dot(g64, g64)
+    ss_t = _dot(t64, t64)
+    bad = None
+    if not (math.isfinite(ss_g) and math.isfinite(ss_t)):  # NaN/Inf, or squares beyond float64
+        bad = _zero_bad(acc, g64, t64)
+        ss_g = _dot(g64, g64)
+        ss_t = _dot(t64, t64)
+    acc.ss_g += ss_g
+    acc.ss_t += ss_t
+    acc.dot += _dot(t64, g64)
+    return bad
+
+
+def _dist(acc: _Acc, g64: np.ndarray, t64: np.ndarray, d64: np.ndarray) -> None:
+    """Distance and max abs error in float64, as msprobe computes them (max |d| = max(max d, -min d))."""
+    np.subtract(t64, g64, out=d64)
+    acc.ss_d += _dot(d64, d64)
+    acc.max_abs = max(acc.max_abs, float(_MAX(d64)), -float(_MIN(d64)))
 
 
 def _chunk(acc: _Acc, gc: np.ndarray, tc: np.ndarray, rel_dt: np.dtype[Any], tolerance: tol.Tolerance | None,
@@ -236,71 +278,67 @@ def _chunk(acc: _Acc, gc: np.ndarray, tc: np.ndarray, rel_dt: np.dtype[Any], tol
     arithmetic); cosine, distance and max abs error are always float64 like msprobe's."""
     n = int(gc.size)
     w = _work(n)
-    f32 = rel_dt == np.float32
-    g64, g32 = _load(gc, w.g64[:n], w.g32[:n] if f32 else None, w.i32[:n])
-    t64, t32 = _load(tc, w.t64[:n], w.t32[:n] if f32 else None, w.i32[:n])
-    ss_g = _dot(g64, g64)
-    ss_t = _dot(t64, t64)
-    if not (math.isfinite(ss_g) and math.isfinite(ss_t)):
-        bad = _zero_bad(acc, g64, t64)
-        if g32 is not None and t32 is not None:
-            g32 = np.where(bad, np.float32(0), g32)
-            t32 = np.where(bad, np.float32(0), t32)
-        ss_g = _dot(g64, g64)
-        ss_t = _dot(t64, t64)
-    acc.ss_g += ss_g
-    acc.ss_t += ss_t
-    acc.dot += _dot(t64, g64)
-    d64 = np.subtract(t64, g64, out=w.b64[:n])
-    np.abs(d64, out=d64)  # |d| squares to the same sum and needs one max, not a max and a min
-    acc.ss_d += _dot(d64, d64)
-    acc.max_abs = max(acc.max_abs, float(d64.max()))
-    if g32 is not None and t32 is not None:
-        _tail_f32(acc, w, n, g32, t32, g64, tolerance, ulp_fmt)
-    else:
-        _tail_f64(acc, w, n, g64, t64, d64, tolerance, ulp_fmt, float(np.finfo(rel_dt).eps))
+    if rel_dt != np.float32:
+        g64, t64 = _as_f64(gc, w.g64[:n]), _as_f64(tc, w.t64[:n])
+        _cos_sums(acc, g64, t64)
+        _dist(acc, g64, t64, w.d64[:n])
+        _tail_f64(acc, w, n, g64, t64, w.d64[:n], tolerance, ulp_fmt, float(np.finfo(rel_dt).eps))
+        return
+    g32 = _as_f32(gc, w.g32[:n], w.i32[:n])
+    t32 = _as_f32(tc, w.t32[:n], w.i32[:n])
+    g64, t64 = w.g64[:n], w.t64[:n]
+    np.copyto(g64, g32)
+    np.copyto(t64, t32)
+    bad = _cos_sums(acc, g64, t64)
+    if bad is not None:
+        g32 = np.where(bad, np.float32(0), g32)
+        t32 = np.where(bad, np.float32(0), t32)
+    _dist(acc, g64, t64, w.d64[:n])
+    _tail_f32(acc, w, n, g32, t32, g64, tolerance, ulp_fmt)
 
 
 def _tail_f32(acc: _Acc, w: _Work, n: int, g32: np.ndarray, t32: np.ndarray, g64: np.ndarray,
               tolerance: tol.Tolerance | None, ulp_fmt: str | None) -> None:
     ad = np.subtract(t32, g32, out=w.ad[:n])
     np.abs(ad, out=ad)
-    acc.sum_abs += float(ad.sum(dtype=np.float64))
+    acc.sum_abs += float(_SUM(ad, dtype=np.float64))
     ag = np.abs(g32, out=w.ag[:n])
     buf = w.buf[:n]
     mask = w.mask[:n]
     if tolerance is not None:
         np.multiply(ag, np.float32(tolerance.rtol), out=buf)
-        buf += np.float32(tolerance.atol)
+        np.add(buf, np.float32(tolerance.atol), out=buf)
         acc.n_within += int(np.count_nonzero(np.less_equal(ad, buf, out=mask)))
     if ulp_fmt == "fp16":
-        np.divide(ad, _ulp_fp16_f32(g32, w.e32[:n]), out=buf)
-        acc.max_ulp = max(acc.max_ulp, float(buf.max()))
+        np.divide(ad, _ulp_fp16_f32(g32, w.i32[:n], w.f16_min_normal[:n]), out=buf)
+        acc.max_ulp = max(acc.max_ulp, float(_MAX(buf)))
         acc.n_ulp_gt1 += int(np.count_nonzero(np.greater(buf, 1.0, out=mask)))
     elif ulp_fmt is not None:
-        ulp_err = np.divide(ad, _ulp(g64, ulp_fmt, w.e64[:n]), out=w.c64[:n])
-        acc.max_ulp = max(acc.max_ulp, float(ulp_err.max()))
+        ulp_err = np.divide(ad, _ulp(g64, ulp_fmt, w.e64[:n]), out=w.d64[:n])  # d64 is free again
+        acc.max_ulp = max(acc.max_ulp, float(_MAX(ulp_err)))
         acc.n_ulp_gt1 += int(np.count_nonzero(np.greater(ulp_err, 1.0, out=mask)))
-    eps = np.float32(np.finfo(np.float32).eps)
-    np.add(ag, eps, out=buf)
+    np.add(ag, _F32_EPS, out=buf)
     np.divide(ad, buf, out=buf)
-    acc.sum_rel_mean += float(buf.sum(dtype=np.float64))
+    acc.sum_rel_mean += float(_SUM(buf, dtype=np.float64))
     # msprobe's relative error |(t-g)/g| in float32 (== |t-g|/|g| exactly); where g == 0 it adds eps to
-    # both sides first: |((t+eps)-eps)/eps|.
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        rel = np.divide(ad, ag, out=buf)
-    if float(ag.min()) == 0.0:  # one pass; the mask only where a zero is there
+    # both sides first: |((t+eps)-eps)/eps|. A zero in golden makes the quotient Inf or NaN, so the
+    # zeros are looked for only when the maximum is not finite.
+    rel = np.divide(ad, ag, out=buf)
+    top = float(_MAX(rel))
+    if not math.isfinite(top):
         zero = np.equal(ag, 0, out=mask)
-        tz = t32[zero] + eps
-        rel[zero] = np.abs((tz - eps) / eps)
-    _rel_stats(acc, rel, mask)
+        if zero.any():
+            tz = t32[zero] + _F32_EPS
+            rel[zero] = np.abs((tz - _F32_EPS) / _F32_EPS)
+            top = float(_MAX(rel))
+    _rel_stats(acc, rel, top, mask)
 
 
 def _tail_f64(acc: _Acc, w: _Work, n: int, g64: np.ndarray, t64: np.ndarray, d64: np.ndarray,
               tolerance: tol.Tolerance | None, ulp_fmt: str | None, eps: float) -> None:
     ad = np.abs(d64, out=d64)
-    acc.sum_abs += float(ad.sum())
-    ag = np.abs(g64, out=w.c64[:n])
+    acc.sum_abs += float(_SUM(ad))
+    ag = np.abs(g64, out=w.g64[:n])  # golden itself is not needed again: only its magnitude
     mask = w.mask[:n]
     buf = np.empty_like(ag)
     if tolerance is not None:
@@ -308,26 +346,24 @@ def _tail_f64(acc: _Acc, w: _Work, n: int, g64: np.ndarray, t64: np.ndarray, d64
         buf += tolerance.atol
         acc.n_within += int(np.count_nonzero(np.less_equal(ad, buf, out=mask)))
     if ulp_fmt is not None:
-        np.divide(ad, _ulp(g64, ulp_fmt, w.e64[:n]), out=buf)
-        acc.max_ulp = max(acc.max_ulp, float(buf.max()))
+        np.divide(ad, _ulp(ag, ulp_fmt, w.e64[:n]), out=buf)
+        acc.max_ulp = max(acc.max_ulp, float(_MAX(buf)))
         acc.n_ulp_gt1 += int(np.count_nonzero(np.greater(buf, 1.0, out=mask)))
     np.add(ag, eps, out=buf)
     np.divide(ad, buf, out=buf)
-    acc.sum_rel_mean += float(buf.sum())
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        rel = np.divide(ad, ag, out=buf)
+    acc.sum_rel_mean += float(_SUM(buf))
+    rel = np.divide(ad, ag, out=buf)
     zero = np.equal(ag, 0, out=mask)
     if zero.any():
         rel[zero] = np.abs(((t64[zero] + eps) - eps) / eps)
-    _rel_stats(acc, rel, mask)
+    _rel_stats(acc, rel, float(_MAX(rel)), mask)
 
 
-def _rel_stats(acc: _Acc, rel: np.ndarray, mask: np.ndarray) -> None:
-    m = rel.max()
-    if np.isnan(m):
+def _rel_stats(acc: _Acc, rel: np.ndarray, top: float, mask: np.ndarray) -> None:
+    if math.isnan(top):
         acc.rel_nan = True
     else:
-        acc.max_rel = max(acc.max_rel, float(m))
+        acc.max_rel = max(acc.max_rel, top)
     acc.n_1e3 += int(np.count_nonzero(np.less(rel, THOUSANDTH, out=mask)))
     acc.n_5e3 += int(np.count_nonzero(np.less(rel, FIVE_THOUSANDTHS, out=mask)))
 
@@ -394,7 +430,7 @@ class _Flat:
         self.src = x
         self.dtype: np.dtype[Any] = np.dtype(x.dtype)
         self.shape = tuple(int(d) for d in x.shape if d != 1)
-        self.size = int(np.prod(self.shape)) if self.shape else (0 if 0 in x.shape else 1)
+        self.size = math.prod(self.shape) if self.shape else (0 if 0 in x.shape else 1)
         self._flat = np.asarray(x).reshape(-1) if isinstance(x, np.ndarray) else None
 
     def chunk(self, start: int, count: int) -> np.ndarray:
@@ -465,9 +501,7 @@ def compute_metrics(
         rel_dt = np.dtype(np.float64)
     acc = _Acc()
     n = t.size
-    for i in range(0, n, CHUNK):
-        count = min(CHUNK, n - i)
-        _chunk(acc, g.chunk(i, count), t.chunk(i, count), rel_dt, tolerance, ulp_fmt)
+    _accumulate(acc, g, t, rel_dt, tolerance, ulp_fmt)
 
     counts = {"golden_nan": acc.g_nan, "golden_inf": acc.g_inf, "target_nan": acc.t_nan, "target_inf": acc.t_inf}
     norm_t, norm_g = math.sqrt(acc.ss_t), math.sqrt(acc.ss_g)
@@ -516,6 +550,26 @@ def compute_metrics(
         if why_top1:
             reasons["top1_agreement"] = why_top1
     return TensorMetrics(**out, **counts, na_reasons=reasons, numel=n)
+
+
+def _accumulate(acc: _Acc, g: _Flat, t: _Flat, rel_dt: np.dtype[Any], tolerance: tol.Tolerance | None,
+                ulp_fmt: str | None) -> None:
+    """Every chunk of the pair into ``acc``.
+
+    Floating-point warnings are off: huge values (±1e308) overflow sums and differences to Inf
+    exactly as in msprobe's arithmetic, and the results say so (Inf, or a null with the reason);
+    a RuntimeWarning per chunk would only be noise, or an error under ``-W error``. One BLAS thread
+    meanwhile, so that a dot product is the same routine (the same bits) in every process."""
+    global _WHOLE_DOTS
+    if _WHOLE_DOTS is None:
+        _WHOLE_DOTS = numpy_blas_controlled()
+    n = t.size
+    # below DOT_SLICE no BLAS call is split: the thread count is left alone (~10 µs a tensor)
+    threads = one_blas_thread() if _WHOLE_DOTS and n > DOT_SLICE else contextlib.nullcontext()
+    with np.errstate(all="ignore"), threads:
+        for i in range(0, n, CHUNK):
+            count = min(CHUNK, n - i)
+            _chunk(acc, g.chunk(i, count), t.chunk(i, count), rel_dt, tolerance, ulp_fmt)
 
 
 def _nonfinite_counts(g: np.ndarray, t: np.ndarray) -> dict[str, int]:

@@ -20,6 +20,7 @@ from typing import Any
 _PREFIXES = ("scipy_openblas_", "openblas_")
 _SUFFIXES = ("64_", "")
 _FOUND: list[tuple[Any, Any]] | None = None
+_CONTROLLED: bool | None = None
 
 
 def _openblas() -> list[tuple[Any, Any]]:
@@ -53,6 +54,25 @@ def _openblas() -> list[tuple[Any, Any]]:
     return found
 
 
+def numpy_blas_controlled() -> bool:
+    """Whether numpy's own BLAS is an OpenBLAS whose thread count this module sets.
+
+    Why it matters: with one thread a BLAS sum is one fixed routine, so the metrics can hand it a
+    whole chunk and still get the same bits in every process; without that control they keep to
+    slices short enough that OpenBLAS never splits them (``numerics/metrics.py`` ``DOT_SLICE``).
+    """
+    global _CONTROLLED
+    if _CONTROLLED is None:
+        try:
+            import numpy as np
+
+            blas = str(np.__config__.CONFIG["Build Dependencies"]["blas"]["name"])  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - an unknown build: assume no control
+            blas = ""
+        _CONTROLLED = "openblas" in blas.lower() and bool(_openblas())
+    return _CONTROLLED
+
+
 def limit_blas_threads(n: int = 1) -> None:
     """Set every loaded OpenBLAS to ``n`` threads (worker processes: for the rest of their life)."""
     with suppress(Exception):  # a hint for speed: never a reason to fail the comparison
@@ -66,6 +86,9 @@ def one_blas_thread() -> Iterator[None]:
     before: list[int] = []
     with suppress(Exception):
         before = [int(getter()) for _, getter in _openblas()]
+    if before and all(n == 1 for n in before):  # already one (a worker, or nested): nothing to set
+        yield
+        return
     limit_blas_threads(1)
     try:
         yield
