@@ -200,13 +200,17 @@ def test_large_result_is_compact_by_default(tmp_path: Path, capsys: pytest.Captu
         b = a.astype(np.float16) if i % 97 else -a  # a few broken tensors
         np.save(g_dir / f"Functional.op_{i}.0.forward.output.0.npy", a)
         np.save(t_dir / f"Functional.op_{i}.0.forward.output.0.npy", b)
+    before = os.environ.get("ACC_AGENT_RESULTS_DIR")
     os.environ["ACC_AGENT_RESULTS_DIR"] = str(tmp_path / "results")
     try:
         with pytest.raises(SystemExit):
             main(["compare-dumps", str(g_dir), str(t_dir), "--json"])
         text = capsys.readouterr().out
     finally:
-        os.environ.pop("ACC_AGENT_RESULTS_DIR")
+        if before is None:
+            os.environ.pop("ACC_AGENT_RESULTS_DIR")
+        else:
+            os.environ["ACC_AGENT_RESULTS_DIR"] = before
     assert len(text.encode()) < 20_000
     out = json.loads(text)
     assert out["rows_total"] == 2000 and out["rows_truncated"] is True

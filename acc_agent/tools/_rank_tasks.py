@@ -192,7 +192,9 @@ def _rows(g: Dump, t: Dump, b: Dump | None, jobs: Sequence[Job], task: RankTask)
 
 def rank_start(task: RankTask, split_bytes: int | None) -> RankOutcome | RankSplit:
     """A worker's whole job for one rank, or the rank's pairs when it has more than ``split_bytes`` of data."""
-    with one_blas_thread():
+    from acc_agent.io.dumps import gc_paused
+
+    with one_blas_thread(), gc_paused():  # millions of small objects per statistics rank (see compare_dumps)
         return _rank_start(task, split_bytes)
 
 
@@ -218,7 +220,9 @@ def rank_rows(task: RankTask, jobs: Sequence[Job]) -> list[DumpRow]:
 
 def rank_finish(task: RankTask, parts: int, *batches: list[DumpRow]) -> RankOutcome:
     """The last task of a split rank: its batches' rows back in pairing order, statistics rows, diagnosis."""
-    with one_blas_thread():
+    from acc_agent.io.dumps import gc_paused
+
+    with one_blas_thread(), gc_paused():
         g, t, b = open_task(task)
         plan = plan_rank(g, t, b, task.key, task.multi, task.mapping, task.pair_by_order)
         return finish_rank(g, t, b, task.key, plan, interleave(list(batches), parts), task.precision)
