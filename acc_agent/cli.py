@@ -199,25 +199,34 @@ def _first_sentence(text: str) -> str:
     return first[: cut + 1] if cut > 0 else first
 
 
+def _patch_typer(class_name: str, method: str, wrap: typing.Callable[[Any], Any]) -> None:
+    """Replace ``typer.core.<class_name>.<method>`` by ``wrap(original)``, once; a no-op if typer's internals differ."""
+    core = sys.modules.get("typer.core")
+    cls = getattr(core, class_name, None)
+    original = getattr(cls, method, None)
+    marker = f"_acc_agent_patched_{method}"
+    if cls is None or original is None or getattr(cls, marker, False):
+        return
+    setattr(cls, method, wrap(original))
+    setattr(cls, marker, True)
+
+
 def _plain_usage_names() -> None:
     """Usage lines print a required argument as ``GOLDEN``, as click and every man page do.
 
     Why: typer 0.29 wraps required arguments in braces (``{GOLDEN} {TARGET}``), which reads as a
     set or a template placeholder; the help's own Arguments section already marks them required.
-    Optional arguments keep their ``[CONFIG]`` brackets. A no-op if typer's internals differ."""
-    core = sys.modules.get("typer.core")
-    cls = getattr(core, "TyperArgument", None)
-    original = getattr(cls, "_usage_display_name", None)
-    if cls is None or original is None or getattr(cls, "_acc_agent_plain_usage", False):
-        return
+    Optional arguments keep their ``[CONFIG]`` brackets."""
 
-    def _usage_display_name(self: Any) -> str:
-        if not self.required:
-            return str(original(self))
-        return str(self.display_name_raw) + ("..." if self.nargs != 1 else "")
+    def wrap(original: Any) -> Any:
+        def _usage_display_name(self: Any) -> str:
+            if not self.required:
+                return str(original(self))
+            return str(self.display_name_raw) + ("..." if self.nargs != 1 else "")
 
-    cls._usage_display_name = _usage_display_name
-    cls._acc_agent_plain_usage = True
+        return _usage_display_name
+
+    _patch_typer("TyperArgument", "_usage_display_name", wrap)
 
 
 def _new_app() -> typer.Typer:
@@ -372,20 +381,17 @@ class _DeferredCoercion:
 
 
 def _defer_typer_coercion() -> None:
-    """Install :class:`_DeferredCoercion` in typer's parameters (a no-op if typer's internals differ)."""
-    core = sys.modules.get("typer.core")
-    cls = getattr(core, "_TyperParameter", None)
-    original = getattr(cls, "get_runtime_param", None)
-    if cls is None or original is None or getattr(cls, "_acc_agent_deferred", False):
-        return
+    """Install :class:`_DeferredCoercion` in typer's parameters."""
 
-    def get_runtime_param(self: Any) -> Any:
-        if getattr(self, "_runtime_param", None) is not None:
-            return self._runtime_param
-        return _DeferredCoercion(self, original)
+    def wrap(original: Any) -> Any:
+        def get_runtime_param(self: Any) -> Any:
+            if getattr(self, "_runtime_param", None) is not None:
+                return self._runtime_param
+            return _DeferredCoercion(self, original)
 
-    cls.get_runtime_param = get_runtime_param
-    cls._acc_agent_deferred = True
+        return get_runtime_param
+
+    _patch_typer("_TyperParameter", "get_runtime_param", wrap)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -124,7 +124,7 @@ class CheckResult:
 
 
 def smoke_checks(series: dict[str, tuple[ArrayLike, ArrayLike]], explode_factor: float = 10.0) -> list[CheckResult]:
-    """Floating-point-exception and smoke checks over a run's series (seed §8.1 training smoke)."""
+    """Floating-point-exception and smoke checks over a run's series (a short training run must stay finite and must not explode)."""
     out: list[CheckResult] = []
     # A series with no point (in the judged window) says nothing: the same as no series, and numpy's
     # max/min of an empty array would raise.

@@ -95,10 +95,7 @@ def write_csv(rows: list[DumpRow], path: str | Path, scalar_rows: Sequence[Any] 
     ``dumps`` maps a rank key to its (golden, target) Dump: the statistics layout takes the
     framework (for msprobe's dtype spelling) and the target's stack.json from them."""
     if scalar_rows or any(r.compare_mode != "tensor" for r in rows):
-        from acc_agent.io.dumps import gc_paused
-
-        with gc_paused():  # ~10M short-lived strings and lists, no cycles
-            return _guarded(path, lambda fh: write_statistics_csv(fh, rows, scalar_rows or (), dumps or {}))
+        return _guarded(path, lambda fh: write_statistics_csv(fh, rows, scalar_rows or (), dumps or {}))
     return _guarded(path, lambda fh: _write_tensor_rows(fh, rows, dumps or {}))
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from acc_agent.io.dumps import Dump, DumpEntry, ScalarArg, gc_paused
+from acc_agent.io.dumps import Dump, DumpEntry, ScalarArg
 from acc_agent.io.pairing import Pair
 from acc_agent.models.compare import DumpRow
 
@@ -507,8 +507,7 @@ def statistics_rows(golden: Dump, target: Dump, pairs: Sequence[Pair], rank: str
     ``pairs`` must be in target execution order (as ``pair_entries`` gives them). With ``scalars``
     the non-tensor arguments of the same API calls are compared too (they feed the rules and the CSV).
     """
-    with gc_paused():
-        return _Engine(golden, target, rank).run(pairs, scalars)
+    return _Engine(golden, target, rank).run(pairs, scalars)  # callers pause the GC (see compare_dumps)
 
 
 class _Engine:

@@ -32,6 +32,7 @@ from acc_agent.numerics.diagnosis import explain, leaves, probes
 from acc_agent.numerics.diagnosis.graph import (
     ROOT_MODULE_PATHS,
     Graph,
+    Node,
     Tensor,
     build,
     module_path,
@@ -269,7 +270,7 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                  "measured_behaviour": measured.shows if measured is not None else None}, **base)
 
 
-def _unseen_inputs(node: Any) -> list[str]:
+def _unseen_inputs(node: Node) -> list[str]:
     """The call's statistics-compared inputs whose statistics could not show a difference.
 
     msprobe's statistics dump gives a bool tensor only Max/Min (Mean and Norm are null), so a mask
