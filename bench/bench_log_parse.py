@@ -57,8 +57,11 @@ elif mode == "stream":
     for rec in BY_NAME["megatron"].parse(LogSource.open(path)):
         if rec.columns is not None:
             points += len(rec.columns.values) * int(rec.columns.steps.size)
+            points += sum(len(mem.row) for _, mem in rec.columns.memory)  # memory lines read inside the table
+        elif rec.batch is not None:
+            points += sum(len(b[3]) for b in rec.batch)
         else:
-            points += sum(len(b[3]) for b in rec.batch) if rec.batch is not None else len(rec.values)
+            points += len(rec.row) if rec.row is not None else len(rec.values)  # memory records carry a row
 elif mode == "full":
     parsed = parse_log(path)
     assert parsed.format == "megatron", parsed.format

@@ -305,7 +305,7 @@ def test_columnar_megatron_reading_equals_line_by_line(tmp_path: Path, monkeypat
     assert sum(int(t.steps.size) for t in tables) >= 330  # the runs between memory/validation lines went column-wise
     import acc_agent.io.logs.formats.megatron as megatron
 
-    monkeypatch.setattr(megatron, "read_columns", lambda lines, first: None)
+    monkeypatch.setattr(megatron, "read_columns", lambda lines, first, ats=None: None)
     slow = parse_log(log)
     assert [len(r.series["loss"]) for r in fast.runs] == [300, 40]
     for a, b in zip(fast.runs, slow.runs, strict=True):
@@ -318,3 +318,108 @@ def test_columnar_megatron_reading_equals_line_by_line(tmp_path: Path, monkeypat
     assert _points(r, "memory_max_allocated_mb") == [(100, 200.25)]  # the peak over the ranks
     assert _points(r, "eval_loss") == [(150, 5.5)]
     assert math.isclose(_points(r, "loss")[9][1], 1.0)
+
+
+def _line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import acc_agent.io.logs.formats.megatron as megatron
+
+    monkeypatch.setattr(megatron, "read_columns", lambda lines, first, ats=None: None)
+    monkeypatch.setattr(megatron, "_memory_table", lambda lines: None)
+
+
+def _same_runs(fast: Any, slow: Any) -> None:
+    assert len(fast.runs) == len(slow.runs)
+    for a, b in zip(fast.runs, slow.runs, strict=True):
+        assert a.series.keys() == b.series.keys()
+        for name in a.series:
+            assert a.series[name].steps.tobytes() == b.series[name].steps.tobytes(), name
+            assert a.series[name].values.tobytes() == b.series[name].values.tobytes(), name  # bit for bit: -0.0, NaN
+        assert (a.start_line, a.end_line, a.declared_total, dict(a.record_kinds), a.last_train_step, a.warmup_steps) == (
+            b.start_line, b.end_line, b.declared_total, dict(b.record_kinds), b.last_train_step, b.warmup_steps)
+    assert (fast.warnings, fast.lines_read) == (slow.warnings, slow.lines_read)
+
+
+def _memory_lines(step: int, ranks: int = 8, value: str = "17975.59765625") -> list[str]:
+    return [f"[Rank {r}] (after {step} iterations) memory (MB) | allocated: {value} | max allocated: {24000.25 + r % 3} | "
+            f"reserved: 28276.0 | max reserved: 28276.0" for r in range(ranks)]
+
+
+def test_memory_lines_read_inside_the_table_equal_line_by_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ranks' memory lines inside runs of iteration lines (read with the table, merged per step) give the
+    same series, line numbers and counts as the per-line reader, odd values and misplaced lines included."""
+    lines: list[str] = []
+    for s in range(1, 401):
+        lines += _megatron_lines(range(s, s + 1))
+        if s % 10 == 0:
+            value = {100: "nan", 200: "-0.0", 210: "0.0", 300: "1e400"}.get(s, f"{17000 + s}.5")
+            lines += _memory_lines(s, value=value)
+        if s == 250:
+            lines += _memory_lines(249, ranks=2)  # a step behind the row before it: a new run, as line by line
+        if s == 330:
+            lines.append("[Rank 0] (after 330 iterations) memory (MB) | allocated: 5.0 | max allocated: 6.0")  # another layout
+            lines.append("[W compiler_depend.ts:41] Warning: kernel [ArgSort] runs on AiCpu.")
+        if s == 360:
+            lines += _memory_lines(360, ranks=3) + _megatron_lines(range(360, 361))  # a repeated step after its memory
+    lines += _memory_lines(400)  # after the last row: held until the end
+    log = tmp_path / "mem.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    from acc_agent.io.logs.formats import BY_NAME
+    from acc_agent.io.logs.source import LogSource
+
+    tables = [rec.columns for rec in BY_NAME["megatron"].parse(LogSource.open(log)) if rec.columns is not None]
+    assert max(len(t.memory) for t in tables) >= 20  # the memory lines went with the rows
+    fast = parse_log(log)
+    _line_by_line(monkeypatch)
+    slow = parse_log(log)
+    _same_runs(fast, slow)
+    assert len(fast.runs) >= 2
+    r = fast.runs[0]
+    assert _points(r, "memory_allocated_mb")[:2] == [(10, 17010.5), (20, 17020.5)]
+    assert math.isnan(dict(_points(r, "memory_allocated_mb"))[100])
+
+
+@pytest.mark.parametrize("case", ["colon", "two_totals", "keys_after_colon", "leading_zero", "other_digits", "rank_prefix",
+                                  "cut_key", "step_20_digits", "junk_after_bar", "iteration_in_prefix", "total_changes"])
+def test_table_headers_the_per_line_reader_refuses_are_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """One kind of odd line among runs of good ones (a header the per-line reader does not take: a ":" after
+    the total, a second total with a row without one, a leading zero, other digits, its header in another
+    column...): the table reader gives exactly what the per-line reader gives."""
+    good = _megatron_lines(range(1, 61))
+    edits = {
+        "colon": {5: lambda t: t.replace("/ 1000 |", "/ 1000 :"), 30: lambda t: t.replace("| elapsed", "| x: 1 | elapsed")},
+        "two_totals": {12: lambda t: t.replace("/ 1000 |", "/ 1000/ 7 |"), 13: lambda t: t.replace("13/ 1000 |", "1000 |")},
+        "keys_after_colon": {7: lambda t: t.replace("/ 1000 | consumed samples:", "/ 1000 : consumed samples|")},
+        "leading_zero": {20: lambda t: t.replace("       20/", "     0020/")},
+        "other_digits": {27: lambda t: t.replace("       27/", "       ٢٧/")},
+        "rank_prefix": {33: lambda t: "[rank12]: " + t},
+        "cut_key": {40: lambda t: t[: t.index("| grad norm") + 11]},
+        "step_20_digits": {44: lambda t: t.replace("/ 1000 |", "/ 10000000000000000000 |")},
+        "junk_after_bar": {50: lambda t: t + " junk: 5"},
+        "iteration_in_prefix": {9: lambda t: t.replace(" [2025-04-25 16:46:58]", "iteration 3/ 4 iteration 5/")},
+        # a restarted job that plans more steps: each run declares the total its own last line declares
+        "total_changes": {i: (lambda t: t.replace("/ 1000 |", "/ 2000 |").replace("iteration       3", "iteration       ")) for i in range(31, 61)},
+    }[case]
+    for i, edit in edits.items():
+        good[i - 1] = edit(good[i - 1])
+    log = tmp_path / "odd.log"
+    log.write_text("\n".join(good) + "\n", encoding="utf-8")
+    fast = parse_log(log)
+    _line_by_line(monkeypatch)
+    _same_runs(fast, parse_log(log))
+
+
+def test_megatron_fields_do_not_depend_on_the_lines_read_before(tmp_path: Path) -> None:
+    """A line's fields are its own: not those of the first line of its layout (in this file or an earlier one),
+    and a line cut after a key does not share the layout of a whole one."""
+    from acc_agent.io.logs.formats.megatron import _fields
+
+    assert _fields(" lm loss: n/a | grad norm: 2.0 |") == (("grad_norm",), [2.0])
+    assert _fields(" lm loss: 1.5 | grad norm: 2.0 |") == (("loss", "grad_norm"), [1.5, 2.0])
+    assert _fields(" lm loss: 1.5 | grad norm") == (("loss",), [1.5])
+    assert _fields(" lm loss: 1.5 | grad norm: 2.0") == (("loss", "grad_norm"), [1.5, 2.0])
+    lines = _megatron_lines(range(1, 30))
+    lines[3] = lines[3][: lines[3].index("| grad norm") + len("| grad norm")]  # cut after a key
+    log = tmp_path / "cut.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = parse_log(log).runs[0]
+    assert len(run.series["loss"]) == 29 and len(run.series["grad_norm"]) == 28

@@ -11,7 +11,7 @@ import statistics
 from array import array
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -241,7 +241,16 @@ def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
             run.start_line, run.end_line = start_line, end_line
             run.series = _series_from_tables(list(tables.values()))
 
-    for rec in records:
+    source = iter(records)
+    pending: list[Record] = []  # records split off a table, to handle before the next one (last first)
+    while True:
+        if pending:
+            rec = pending.pop()
+        else:
+            nxt = next(source, None)
+            if nxt is None:
+                break
+            rec = nxt
         if rec.columns is not None:
             cols = rec.columns
             names = cols.names
@@ -251,13 +260,30 @@ def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
                 first == last_train and last_loss_step == first and has_loss)))
             existing = None if restart0 else tables.get(names)
             cuts = _column_cuts(cols.steps, has_loss)
+            between = cols.memory
+            if between and (cuts is None or (existing is not None and existing.steps and existing.steps[-1] == first)
+                            or not _memory_at_its_step(cols)):
+                pending.extend(reversed(_split_at_memory(cols)))  # the stretches and records one by one
+                continue
             if cuts is None or (existing is not None and existing.steps and existing.steps[-1] == first):
                 rec = _columns_as_batch(cols)  # repeated steps to merge: the row-by-row rules below
             else:
                 # Table of train rows (hot path of long Megatron logs): the same rules as the row-by-row
                 # bulk path, applied per segment — a step that goes back, or a repeated step with a loss,
                 # starts a new run; inside a segment steps only grow, so rows append column-wise.
-                bounds = [0, *cuts, int(cols.steps.size)]
+                # Memory records between rows (at the step of the row before them) are added where they
+                # stand, so sequence numbers and run boundaries are those of one record at a time.
+                n = int(cols.steps.size)
+                bounds = [0, *cuts, n]
+                base = seqno + 1
+                row_seq = None
+                if between:
+                    import numpy as np
+
+                    at = np.array([p for p, _ in between], dtype=np.int64)
+                    rows = np.arange(n, dtype=np.int64)
+                    row_seq = rows + base + np.searchsorted(at, rows, side="right")
+                ev = 0
                 for a, b in zip(bounds, bounds[1:], strict=False):
                     if a > 0 or restart0:
                         close()
@@ -270,8 +296,8 @@ def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
                         tab = tables[names] = _Table(names)
                     seg = cols.steps[a:b]
                     if not start_line:
-                        start_line = cols.first_line + a
-                    end_line = cols.first_line + b - 1
+                        start_line = cols.line_of(a)
+                    end_line = cols.line_of(b - 1)
                     if cols.total is not None:
                         run.declared_total = cols.total
                     kinds["train"] = kinds.get("train", 0) + (b - a)
@@ -279,11 +305,40 @@ def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
                     if has_loss:
                         last_loss_step = last_train
                     tab.steps.frombytes(seg.tobytes())
-                    tab.seq.extend(range(seqno + 1, seqno + 1 + b - a))
-                    seqno += b - a
+                    if row_seq is None:
+                        tab.seq.extend(range(seqno + 1, seqno + 1 + b - a))
+                        seqno += b - a
+                    else:
+                        tab.seq.frombytes(row_seq[a:b].tobytes())
                     for col, values in zip(tab.cols, cols.values, strict=True):
                         col.frombytes(values[a:b].tobytes())
+                    while ev < len(between) and between[ev][0] <= b:  # memory after row p - 1, p in (a, b]
+                        p, mem = between[ev]
+                        mem_names = mem.names
+                        mem_row = mem.row
+                        assert mem_names is not None and mem_row is not None and mem.step is not None
+                        kinds["train"] += mem.merged
+                        if mem.line > end_line:
+                            end_line = mem.line
+                        mtab = tables.get(mem_names)
+                        if mtab is None:
+                            mtab = tables[mem_names] = _Table(mem_names)
+                        if mtab.has_loss:
+                            last_loss_step = mem.step
+                        msteps = mtab.steps
+                        if msteps and msteps[-1] == mem.step:
+                            for col, key, value in zip(mtab.cols, mem_names, mem_row, strict=True):
+                                if not key.startswith("memory_") or value > col[-1]:
+                                    col[-1] = value
+                        else:
+                            msteps.append(mem.step)
+                            mtab.seq.append(base + p + ev)
+                            for append, value in zip(mtab.appends, mem_row, strict=True):
+                                append(value)
+                        ev += 1
                     restart0 = False
+                if row_seq is not None:
+                    seqno = base - 1 + n + len(between)
                 continue
         bulk = rec.batch
         if bulk is not None and rec.names is not None:
@@ -427,8 +482,33 @@ def _column_cuts(steps: Any, has_loss: bool) -> list[int] | None:
 
 def _columns_as_batch(cols: Any) -> Record:
     rows = [list(r) for r in zip(*(v.tolist() for v in cols.values), strict=True)]
-    batch = [(cols.first_line + i, int(st), cols.total, row) for i, (st, row) in enumerate(zip(cols.steps.tolist(), rows, strict=True))]
+    numbers = range(cols.first_line, cols.first_line + len(rows)) if cols.lines is None else cols.lines.tolist()
+    batch = [(line, int(st), cols.total, row) for line, st, row in zip(numbers, cols.steps.tolist(), rows, strict=True)]
     return Record(cols.first_line, {}, names=cols.names, batch=batch)
+
+
+def _memory_at_its_step(cols: Any) -> bool:
+    """Whether each memory record in a table is at the step of the row before it, as Megatron prints them.
+
+    Then it changes neither the run nor the last step, and the table's rows can go in column-wise.
+    """
+    return all(mem.step == cols.steps[p - 1] for p, mem in cols.memory)
+
+
+def _split_at_memory(cols: Any) -> list[Record]:
+    """A table with memory records inside, as the records read one at a time would come: stretch, memory, stretch."""
+    out: list[Record] = []
+    lo = 0
+    for p, mem in (*cols.memory, (int(cols.steps.size), None)):
+        if p > lo:
+            lines = cols.lines[lo:p]
+            out.append(Record(int(lines[0]), {}, columns=replace(
+                cols, first_line=int(lines[0]), last_line=int(lines[-1]), steps=cols.steps[lo:p],
+                values=tuple(v[lo:p] for v in cols.values), lines=lines, memory=())))
+            lo = p
+        if mem is not None:
+            out.append(mem)
+    return out
 
 
 def warmup_steps(run: RunData) -> list[int]:

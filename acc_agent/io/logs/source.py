@@ -91,7 +91,16 @@ class LogSource:
         return cls(path=p, size=size)
 
     def chunks(self) -> Iterator[tuple[int, list[str]]]:
-        """Yield ``(first_line_number, lines)`` blocks with bounded memory; \r also ends a line.
+        """Yield ``(first_line_number, lines)`` blocks with bounded memory; see :meth:`blocks`."""
+        for start, lines, _ in self.blocks():
+            yield start, lines
+
+    def blocks(self) -> Iterator[tuple[int, list[str], str]]:
+        """Yield ``(first_line_number, lines, text)`` blocks with bounded memory; \r also ends a line.
+
+        ``text`` is the decoded text the lines were split from (it may hold the start of the next
+        block's first line too): a parser can ask it once whether a marker occurs anywhere in the
+        block instead of asking every line.
 
         The file is decoded in 1 MiB chunks (an incremental decoder keeps characters split across
         chunks intact) and split in C. A "line" that grows past 1 MiB without a newline is dropped
@@ -126,7 +135,8 @@ class LogSource:
                     text = text[cut + 1 :]
                     skipping = False
                     lineno += 1
-                pieces = (carry + text).split("\n")
+                whole = carry + text
+                pieces = whole.split("\n")
                 carry = pieces.pop()
                 if final and carry:
                     pieces.append(carry)
@@ -134,7 +144,7 @@ class LogSource:
                 if pieces:
                     if "\ufffd" in text:
                         self.invalid_utf8_lines += sum(1 for p in pieces if "\ufffd" in p)
-                    yield lineno + 1, pieces
+                    yield lineno + 1, pieces, whole
                     lineno += len(pieces)
                 if final:
                     break

@@ -25,6 +25,9 @@ class MmengineText(LogFormat):
     label = "OpenMMLab mmengine text log"
 
     def sniff(self, sample: Sample) -> float:
+        text = sample.text
+        if "(train)" not in text and "(val)" not in text and "(test)" not in text:
+            return 0.0  # neither pattern can match: one search of the head instead of two regexes a line
         return 0.92 if any(_TRAIN.search(line) or _VAL.search(line) for line in sample.lines) else 0.0
 
     def parse(self, source: LogSource) -> Iterator[Record]:

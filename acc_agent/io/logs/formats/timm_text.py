@@ -36,6 +36,9 @@ class TimmText(LogFormat):
     label = "timm train.py console log"
 
     def sniff(self, sample: Sample) -> float:
+        text = sample.text
+        if "Train: " not in text or "Loss:" not in text:
+            return 0.0  # no line can hold both: one search of the head instead of a regex a line
         return 0.9 if any(_TRAIN.search(line) and "Loss:" in line for line in sample.lines) else 0.0
 
     def parse(self, source: LogSource) -> Iterator[Record]:
