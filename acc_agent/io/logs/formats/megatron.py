@@ -337,12 +337,7 @@ class _State:
             held = self.memory
             if held is not None:
                 if held_at == at and held.step == step and held.names is mem_names:
-                    merged = held.row
-                    assert merged is not None
-                    for c, value in enumerate(row):  # every rank prints one line: the peak is the run's
-                        if value > merged[c]:
-                            merged[c] = value
-                    held.merged += 1
+                    _merge_peak(held, row)
                     continue
                 events.append((held_at, held))
             self.memory = Record(line=start + i, values=_NO_VALUES, step=step, names=mem_names, row=list(row))
@@ -404,12 +399,7 @@ class _State:
                 step = int(mm.group(1))
                 held = self.memory
                 if held is not None and held.step == step and held.names is _memory_names(names):
-                    merged = held.row
-                    assert merged is not None
-                    for i, value in enumerate(row):  # every rank prints one line: the peak is the run's
-                        if value > merged[i]:
-                            merged[i] = value
-                    held.merged += 1
+                    _merge_peak(held, row)
                     return
                 yield from self.flush()
                 self.memory = Record(line=lineno, values=_NO_VALUES, step=step, names=_memory_names(names), row=list(row))
@@ -426,3 +416,13 @@ class _State:
         if values:
             yield from self.flush()
             yield Record(line=lineno, values=values, step=eval_step, kind="eval")
+
+
+def _merge_peak(held: Record, row: list[float]) -> None:
+    """Fold another rank's memory line for the same step into the held one: the peak is the run's."""
+    merged = held.row
+    assert merged is not None
+    for i, value in enumerate(row):
+        if value > merged[i]:
+            merged[i] = value
+    held.merged += 1
