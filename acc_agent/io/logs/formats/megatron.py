@@ -16,7 +16,7 @@ from operator import add, getitem, lt
 from typing import Any, cast
 
 from acc_agent.io.logs.base import LogFormat, Record, canonical_name
-from acc_agent.io.logs.formats.megatron_fast import MIN_ROWS, _to_floats, read_columns
+from acc_agent.io.logs.formats.megatron_fast import MIN_ROWS, column_floats, read_columns
 from acc_agent.io.logs.source import LogSource, Sample
 
 _ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
@@ -151,12 +151,8 @@ def _memory_table(lines: list[str]) -> tuple[tuple[str, ...], list[int], Any] | 
     if b"".join(tokens[stride - 1 : -1 : stride]).count(b"\n") != m - 1:
         return None
     values = tokens[1::2]
-    columns = []
     try:
-        for c in range(k):
-            col = values[c::k]
-            first = col[0]
-            columns.append(np.full(m, float(first)) if col.count(first) == m else _to_floats(col, np))
+        columns = [column_floats(values[c::k], np) for c in range(k)]
     except ValueError:
         return None
     return _memory_names(names), list(map(int, found)), np.stack(columns, axis=1)

@@ -100,6 +100,18 @@ def _layout(line: str) -> _Layout | None:
     return _LAYOUTS[cache_key]
 
 
+def column_floats(col: list[bytes], np: Any) -> Any:
+    """A column of printed numbers (UTF-8) as float64, or ValueError.
+
+    A column that repeats one value all along (loss scale, skipped iterations, batch size) is
+    converted once; any other goes through :func:`_to_floats`.
+    """
+    first = col[0]
+    if col[-1] == first and col.count(first) == len(col):
+        return np.full(len(col), float(first))
+    return _to_floats(col, np)
+
+
 def _to_floats(numbers: list[bytes], np: Any) -> Any:
     """float64 array of printed numbers (UTF-8), each exactly as float() reads it, or ValueError.
 
@@ -215,15 +227,8 @@ def _read_block(lines: list[str], ats: list[int], layout: _Layout, np: Any) -> t
     if header is None:
         return None
     steps, last, uniform = header
-    values = []
     try:
-        for j in range(1, k + 1):
-            col = evens[j :: k + 1]
-            first = col[0]
-            if col[-1] == first and col.count(first) == n:
-                values.append(np.full(n, float(first)))
-            else:
-                values.append(_to_floats(col, np))
+        values = [column_floats(evens[j :: k + 1], np) for j in range(1, k + 1)]
     except ValueError:
         return None
     return steps, last, uniform, values
