@@ -396,7 +396,19 @@ def _defer_typer_coercion() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point; usage errors under ``--json`` still print the structured error on stdout."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:  # this process is the command: its large data may be left to the OS at exit
+        from acc_agent import process_exit
+
+        process_exit.enable()
+        try:
+            _main(sys.argv[1:])
+        except SystemExit as exc:
+            process_exit.exit_process(exc.code)
+        return
+    _main(list(argv))
+
+
+def _main(args: list[str]) -> None:
     _defer_typer_coercion()
     command = main_command()
     if "--json" not in args:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,16 +95,18 @@ def write_csv(rows: list[DumpRow], path: str | Path, scalar_rows: Sequence[Any] 
     ``dumps`` maps a rank key to its (golden, target) Dump: the statistics layout takes the
     framework (for msprobe's dtype spelling) and the target's stack.json from them."""
     if scalar_rows or any(r.compare_mode != "tensor" for r in rows):
-        return _guarded(path, lambda fh: write_statistics_csv(fh, rows, scalar_rows or (), dumps or {}))
-    return _guarded(path, lambda fh: _write_tensor_rows(fh, rows, dumps or {}))
+        return guarded_write(path, lambda fh: write_statistics_csv(fh, rows, scalar_rows or (), dumps or {}))
+    return guarded_write(path, lambda fh: _write_tensor_rows(fh, rows, dumps or {}))
 
 
-def _guarded(path: str | Path, write: Any) -> Path:
-    """Write the CSV through ``write(fh)`` atomically: a kill mid-table leaves the previous CSV whole."""
+def guarded_write(path: str | Path, write: Any, binary: bool = False) -> Path:
+    """Write the CSV through ``write(fh)`` atomically: a kill mid-table leaves the previous CSV whole.
+
+    Text mode (UTF-8, newlines as written) unless ``binary``. A failure is a ``cannot_write`` error."""
     out = Path(path)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(out, "w", newline="", encoding="utf-8") as fh:
+        with (atomic_write(out, "wb") if binary else atomic_write(out, "w", newline="", encoding="utf-8")) as fh:
             write(fh)
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         raise AccAgentError("cannot_write", f"cannot write CSV {out}: {exc}",
@@ -214,11 +216,31 @@ def write_statistics_csv(fh: Any, rows: list[DumpRow], scalar_rows: Iterable[Any
     Tensor-mode rows of a mixed comparison get msprobe's six real-data metrics in extra columns.
     Lines are formatted by hand and written in blocks (quoted like the csv module's QUOTE_MINIMAL):
     a default dump gives ~300k lines, and the csv module's per-cell work doubled the time."""
+    out = _Lines(fh)
+    for before, i, after in statistics_lines(rows, scalar_rows, dumps):
+        out.line(before if i < 0 else before + status_cells(rows[i]) + after)
+    out.flush()
+
+
+def status_cells(row: DumpRow) -> str:
+    """The Result and Err_message cells of a row (and the comma after them): the only cells the
+    diagnosis may change after the rows are computed."""
+    d = row.__dict__  # statistics rows are sparse (DumpRow.__getattr__): read with the defaults
+    message = d.get("message")
+    return f"{d.get('status', 'pass')},{_quoted(json.dumps(message.split('; '))) if message else '[]'},"
+
+
+def statistics_lines(rows: list[DumpRow], scalar_rows: Iterable[Any], dumps: Mapping[str, tuple[Any, Any]]
+                     ) -> Iterator[tuple[str, int, str]]:
+    """The statistics CSV's lines in order, as ``(before, row index, after)``.
+
+    A row's line is ``before + status_cells(rows[i]) + after``; a line of no row (the header, a
+    non-tensor argument) has index -1 and is all in ``before``. Keeping the Result cells apart lets
+    the text be made while the diagnosis still decides those two cells (see _background_csv)."""
     from acc_agent.tools._stat_rows import order_key
 
     mixed = any(r.compare_mode == "tensor" for r in rows)
-    out = _Lines(fh)
-    out.cells(STAT_HEADER + STAT_EXTRA + ([c for c, _ in SIX] if mixed else []))
+    yield _cells_line(STAT_HEADER + STAT_EXTRA + ([c for c, _ in SIX] if mixed else [])), -1, ""
     groups, loose = _scalar_groups(scalar_rows)
     prefixes = {rank: _dtype_prefix(pair) for rank, pair in dumps.items()}
     stacks = _Stacks(dumps)
@@ -226,7 +248,7 @@ def write_statistics_csv(fh: Any, rows: list[DumpRow], scalar_rows: Iterable[Any
     last_api: tuple[str, str] = ("", "")
     for (_, after), extra in loose.items():
         if after < 0:
-            last_api = _write_scalars(out, extra, stacks, last_api, mixed)
+            last_api = yield from _scalar_lines(extra, stacks, last_api, mixed)
     i, n = 0, len(rows)
     while i < n:
         r = rows[i]
@@ -254,13 +276,17 @@ def write_statistics_csv(fh: Any, rows: list[DumpRow], scalar_rows: Iterable[Any
                 else:
                     stack = "N/A"  # msprobe prints an API's stack on its first row only
                 head, tail = lines.get(m)
-                out.line(head + stack + tail)
+                yield head, m, stack + tail
             else:
-                last_api = _write_scalars(out, [m], stacks, last_api, mixed)
+                last_api = yield from _scalar_lines([m], stacks, last_api, mixed)
         tail_rows = loose.get((rank, rows[i - 1].index))
         if tail_rows:
-            last_api = _write_scalars(out, tail_rows, stacks, last_api, mixed)
-    out.flush()
+            last_api = yield from _scalar_lines(tail_rows, stacks, last_api, mixed)
+
+
+def _cells_line(cells: Iterable[Any]) -> str:
+    """One CSV line of cells, quoted like csv.QUOTE_MINIMAL."""
+    return ",".join(_quoted(c if type(c) is str else str(c)) for c in cells) + "\n"
 
 
 class _Lines:
@@ -274,9 +300,6 @@ class _Lines:
         self._buf.append(text)
         if len(self._buf) >= 8192:
             self.flush()
-
-    def cells(self, cells: Iterable[Any]) -> None:
-        self.line(",".join(_quoted(c if type(c) is str else str(c)) for c in cells) + "\n")
 
     def flush(self) -> None:
         self._fh.write("".join(self._buf))
@@ -306,13 +329,14 @@ def _scalar_groups(scalar_rows: Iterable[Any]) -> tuple[dict[tuple[str, int], tu
     return groups, loose
 
 
-def _write_scalars(out: _Lines, srows: list[Any], stacks: _Stacks, last_api: tuple[str, str], mixed: bool
-                   ) -> tuple[str, str]:
+def _scalar_lines(srows: list[Any], stacks: _Stacks, last_api: tuple[str, str], mixed: bool
+                  ) -> Generator[tuple[str, int, str], None, tuple[str, str]]:
+    """The lines of non-tensor arguments; returns the API call of the last one (for the stack cell)."""
     for s in srows:
         api = (s.rank or "", s.key)
         stack = stacks.cell(api[0], s.key) if api != last_api else "N/A"
         last_api = api
-        out.line(_scalar_line(s, stack, mixed))
+        yield _scalar_line(s, stack, mixed), -1, ""
     return last_api
 
 
@@ -389,8 +413,9 @@ class _RowLines:
     A default dump gives ~300k rows: a line per row built from ~15 dictionary reads and an
     f-string took most of the CSV's time. Here each column of a chunk is one comprehension,
     the cells many rows share (dtype, shape, rank) are made once, and the numbers come from
-    ``numeric_blocks``. A line is returned as the text before and after its NPU_Stack_Info cell,
-    which depends on the row before it (msprobe prints an API's stack on its first row only)."""
+    ``numeric_blocks``. A line is returned as the text before its Result cell and after its
+    NPU_Stack_Info cell: the diagnosis may still change the first, and the stack cell depends on the
+    row before it (msprobe prints an API's stack on its first row only)."""
 
     CHUNK = 32768
 
@@ -425,11 +450,8 @@ class _RowLines:
         blocks = numeric_blocks(rows)
         t_grad = [d.get("target_requires_grad") for d in ds]
         g_grad = [d.get("golden_requires_grad") for d in ds]
-        statuses = [d.get("status", "pass") for d in ds]
-        messages = [_quoted(json.dumps(m.split("; "))) if m else "[]" for m in (d.get("message") for d in ds)]
-        before = [f"{nm},{hd},{bl},{tg == gg},{st},{ms},"
-                  for nm, hd, bl, tg, gg, st, ms in zip(name_cells, heads, blocks, t_grad, g_grad, statuses, messages,
-                                                        strict=True)]
+        before = [f"{nm},{hd},{bl},{tg == gg},"
+                  for nm, hd, bl, tg, gg in zip(name_cells, heads, blocks, t_grad, g_grad, strict=True)]
         plain = self._cell
         modes = [d.get("compare_mode", "tensor") for d in ds]
         eq = [d.get("md5_equal") for d in ds]

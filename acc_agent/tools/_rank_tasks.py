@@ -143,11 +143,13 @@ def plan_rank(g: Dump, t: Dump, b: Dump | None, key: str, multi: bool, mapping: 
 
 
 def finish_rank(g: Dump, t: Dump, b: Dump | None, key: str, plan: RankPlan, rows: list[DumpRow],
-                precision: str | None) -> RankOutcome:
+                precision: str | None,
+                before_diagnosis: Callable[[list[DumpRow], list[Any]], None] | None = None) -> RankOutcome:
     """Add the statistics/md5 rows to the tensor rows (in execution order) and diagnose the rank.
 
     Non-tensor arguments are compared (msprobe-style) only where the rank has no tensor pair at
-    all: that is a statistics comparison, which msprobe judges with them."""
+    all: that is a statistics comparison, which msprobe judges with them. ``before_diagnosis``
+    sees the rows and scalar rows once they are complete, before the diagnosis refines statuses."""
     from acc_agent.numerics import diagnosis as diagnosis_mod
 
     scalar_rows: list[Any] = []
@@ -162,6 +164,8 @@ def finish_rank(g: Dump, t: Dump, b: Dump | None, key: str, plan: RankPlan, rows
                 rows.sort(key=lambda r: (r.rank or "", r.index))
             else:
                 rows = stat.rows
+    if before_diagnosis is not None:
+        before_diagnosis(rows, scalar_rows)
     fd, diag = diagnosis_mod.diagnose(rows, g, t, b, precision)
     return RankOutcome(key, rows, scalar_rows, fd, diag, plan.notes, plan.regions, plan.unmatched_golden,
                        plan.unmatched_target, dump_info(g), dump_info(t), dump_info(b) if b is not None else None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -19,6 +19,9 @@ from acc_agent.models.common import Evidence, ToolInput
 from acc_agent.models.compare import CompareDumpsOutput, DumpRow
 from acc_agent.registry import tool
 from acc_agent.text_safety import terminal_lines, terminal_text
+
+if TYPE_CHECKING:
+    from acc_agent.tools._background_csv import BackgroundCsv
 
 #: Rows inline by default: keeps a 2,000-row result under 20 KB of JSON for an agent; the CSV has all.
 DEFAULT_TOP = 12
@@ -228,6 +231,8 @@ def _compare_single(params: CompareDumpsInput) -> CompareDumpsOutput:
     """One rank on each side, in this process: large dumps are spread over worker processes tensor by tensor."""
     from acc_agent.io.dumps import open_dump_set
     from acc_agent.io.pairing import load_mapping
+    from acc_agent.process_exit import free_at_exit
+    from acc_agent.tools._background_csv import BackgroundCsv
     from acc_agent.tools._dump_rows import compute_rows
     from acc_agent.tools._rank_tasks import dump_info, finish_rank, plan_rank
 
@@ -244,8 +249,24 @@ def _compare_single(params: CompareDumpsInput) -> CompareDumpsOutput:
         b = bench_set.ranks.get(key) or (next(iter(bench_set.ranks.values())) if len(bench_set.ranks) == 1 else None)
     plan = plan_rank(g, t, b, key, False, mapping, params.pair_by_order)
     rows = compute_rows(g, t, b, plan.jobs, params.precision, key or None, workers=params.workers)
-    outcome = finish_rank(g, t, b, key, plan, rows, params.precision)
-    return _merged(params, [outcome], infos, [], [])
+    background: list[BackgroundCsv] = []
+
+    def start_csv(all_rows: list[DumpRow], scalar_rows: list[Any]) -> None:
+        # a large statistics CSV is written by a forked child while this process diagnoses
+        statistics_layout = bool(scalar_rows) or any(r.compare_mode != "tensor" for r in all_rows[:1])
+        if statistics_layout and (params.csv or (not params.all_rows and len(all_rows) > params.top)):
+            writer = BackgroundCsv.start(all_rows, scalar_rows, {key or "": (dump_info(g), dump_info(t))},
+                                         _csv_path(params))
+            background.extend([writer] if writer is not None else [])
+
+    try:
+        outcome = finish_rank(g, t, b, key, plan, rows, params.precision, before_diagnosis=start_csv)
+        merged = _merged(params, [outcome], infos, [], [], background[0] if background else None)
+        free_at_exit(golden_set, target_set, bench_set, plan, rows, outcome)  # millions of objects (see process_exit)
+        return merged
+    finally:
+        for writer in background:
+            writer.abandon()  # no-op once finished
 
 
 def _compare_ranks(params: CompareDumpsInput, g_src: dict[str, Path], t_src: dict[str, Path],
@@ -301,10 +322,22 @@ def _compare_ranks(params: CompareDumpsInput, g_src: dict[str, Path], t_src: dic
     return _merged(params, [outcomes[k] for k in rank_keys], infos, unmatched_g, unmatched_t)
 
 
+def _csv_path(params: CompareDumpsInput) -> Path:
+    """Where the full table goes: ``--csv``, else a file per golden/target pair in the results folder."""
+    if params.csv:
+        return Path(params.csv)
+    from acc_agent.compact import results_dir
+
+    tag = hashlib.sha256(f"{params.golden}|{params.target}".encode()).hexdigest()[:12]
+    return results_dir() / f"compare_dumps-{tag}.csv"
+
+
 def _merged(params: CompareDumpsInput, outcomes: list[Any], infos: list[tuple[str, str, Any]],
-            unmatched_g: list[str], unmatched_t: list[str]) -> CompareDumpsOutput:
+            unmatched_g: list[str], unmatched_t: list[str], background: BackgroundCsv | None = None
+            ) -> CompareDumpsOutput:
     """One result from the ranks' outcomes (in rank order): the verdict, the diagnosis across ranks,
-    the CSV and the compact inline rows. Every way of running the ranks ends here."""
+    the CSV and the compact inline rows. Every way of running the ranks ends here; ``background``
+    is a CSV writer already started on these rows (it is handed the diagnosis's changes)."""
     from acc_agent.numerics.diagnosis.ranks import RankResult, combine_ranks
     from acc_agent.tools._compare_csv import write_csv
 
@@ -329,16 +362,12 @@ def _merged(params: CompareDumpsInput, outcomes: list[Any], infos: list[tuple[st
     csv_path = None
     keep = rows if params.all_rows else _once(worst_first(rows, 2 * params.top), params.top)
     truncated = len(keep) < len(rows)
-    if params.csv or truncated:
-        if params.csv:
-            target_csv = Path(params.csv)
-        else:
-            from acc_agent.compact import results_dir
-
-            tag = hashlib.sha256(f"{params.golden}|{params.target}".encode()).hexdigest()[:12]
-            target_csv = results_dir() / f"compare_dumps-{tag}.csv"
+    if background is not None:
+        csv_path = str(background.finish())
+        evidence.append(Evidence(kind="file", ref=csv_path, detail="full comparison table (msprobe column names)"))
+    elif params.csv or truncated:
         dumps = {o.key or "": (o.golden, o.target) for o in outcomes}
-        csv_path = str(write_csv(rows, target_csv, scalar_rows=scalar_rows, dumps=dumps))
+        csv_path = str(write_csv(rows, _csv_path(params), scalar_rows=scalar_rows, dumps=dumps))
         evidence.append(Evidence(kind="file", ref=csv_path, detail="full comparison table (msprobe column names)"))
     if params.all_rows:
         keep = worst_first(rows, 1)
