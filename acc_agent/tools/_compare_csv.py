@@ -573,30 +573,67 @@ def float_reprs(x: np.ndarray) -> list[str]:
         import orjson
     except ImportError:
         return list(map(repr, values))
-    texts = orjson.dumps(values).decode("ascii")[1:-1].split(",") if values else []
     mag = np.abs(x)
-    for i in np.flatnonzero((mag < _ORJSON_SAME[0]) | (mag >= _ORJSON_SAME[1])).tolist():
-        texts[i] = repr(values[i])
+    outside = np.flatnonzero((mag < _ORJSON_SAME[0]) | (mag >= _ORJSON_SAME[1]))
+    if 2 * len(outside) > len(values):  # mostly tiny or huge values (relative errors): repr for all, in C
+        return list(map(repr, values))
+    texts = orjson.dumps(values).decode("ascii")[1:-1].split(",") if values else []
+    if len(outside):
+        fixed = np.array(texts, dtype=object)
+        fixed[outside] = list(map(repr, x[outside].tolist()))  # both loops in C
+        return fixed.tolist()  # type: ignore[no-any-return]
     return texts
 
 
 def _scalar_line(s: Any, stack: str, mixed: bool) -> str:
     """A non-tensor argument's row, as msprobe prints it (its value in all four statistics columns)."""
+    name = _quoted(s.name)
+    golden_name = name if s.golden_name == s.name else _quoted(s.golden_name)
+    key = _scalar_key(s, mixed)
+    cells = _SCALAR_CELLS.get(key) if key is not None else None
+    if cells is None:
+        cells = _scalar_cells(s, mixed)
+        if key is not None and len(_SCALAR_CELLS) < 65536:
+            _SCALAR_CELLS[key] = cells
+    return (f"{name},{golden_name},{cells[0]},{stack if stack == 'N/A' else _quoted(stack)},scalar,"
+            f"{_quoted(s.rank or '')},,exact,{cells[1]}")
+
+
+#: The cells of a scalar row that follow from its values alone, by value: a default dump repeats the
+#: same few arguments (approximate="none", dim=-1, a 0.125 scale) in every layer.
+_SCALAR_CELLS: dict[tuple[Any, ...], tuple[str, str]] = {}
+_PLAIN_SCALARS = frozenset({int, str, bool, type(None)})
+_RANK_ARGS = frozenset({"src", "dst", "group_src", "group_dst"})
+
+
+def _scalar_key(s: Any, mixed: bool) -> tuple[Any, ...] | None:
+    """What a scalar row's value cells depend on, or None where the values are not plain enough to key on
+    (lists, dicts, zeros whose sign the text shows, NaN which equals nothing)."""
+    t, g = s.target, s.golden
+    tv, gv = t.value, g.value
+    for v in (tv, gv):
+        kind = type(v)
+        if kind not in _PLAIN_SCALARS and not (kind is float and v != 0.0 and v == v):
+            return None
+    return (t.type, type(tv), tv, g.type, type(gv), gv, t.name.rsplit(".", 1)[-1] in _RANK_ARGS,
+            g.name.rsplit(".", 1)[-1] in _RANK_ARGS, s.status, tuple(s.messages), s.md5_equal, mixed)
+
+
+def _scalar_cells(s: Any, mixed: bool) -> tuple[str, str]:
+    """(dtype .. Err_message cells, md5 cells and the rest) of a scalar row."""
     from acc_agent.tools._stat_rows import scalar_dtype, scalar_md5, scalar_shape, scalar_stat, stat_cells
 
     tv, gv = scalar_stat(s.target), scalar_stat(s.golden)
     diff, rel = stat_cells(tv, gv)
     diff, rel = _quoted(diff), _quoted(rel)
     t_text, g_text = _text(tv), _text(gv)
-    name = _quoted(s.name)
-    text = (f"{name},{name if s.golden_name == s.name else _quoted(s.golden_name)},"
-            f"{_quoted(scalar_dtype(s.target))},{_quoted(scalar_dtype(s.golden))},{_quoted(scalar_shape(s.target))},"
+    head = (f"{_quoted(scalar_dtype(s.target))},{_quoted(scalar_dtype(s.golden))},{_quoted(scalar_shape(s.target))},"
             f"{_quoted(scalar_shape(s.golden))},N/A,N/A,{diff},{diff},{diff},{diff},{rel},{rel},{rel},{rel},"
             f"{t_text},{t_text},{t_text},{t_text},{g_text},{g_text},{g_text},{g_text},True,{s.status},"
-            f"{_quoted(json.dumps(s.messages)) if s.messages else '[]'},{stack if stack == 'N/A' else _quoted(stack)},"
-            f"scalar,{_quoted(s.rank or '')},,exact,{scalar_md5(s.target)},{scalar_md5(s.golden)},"
-            f"{'' if s.md5_equal is None else s.md5_equal}")
-    return text + ("," * len(SIX) if mixed else "") + "\n"
+            f"{_quoted(json.dumps(s.messages)) if s.messages else '[]'}")
+    tail = (f"{scalar_md5(s.target)},{scalar_md5(s.golden)},{'' if s.md5_equal is None else s.md5_equal}"
+            + ("," * len(SIX) if mixed else "") + "\n")
+    return head, tail
 
 
 def _text(v: Any) -> str:
