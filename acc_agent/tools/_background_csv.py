@@ -22,12 +22,12 @@ import pickle
 import shutil
 import sys
 import tempfile
-import threading
 from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from acc_agent.errors import AccAgentError
+from acc_agent.fork_safety import can_fork
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -37,28 +37,18 @@ if TYPE_CHECKING:
 #: Fewer rows than this are written in this process: the fork and the wait cost more than they save.
 MIN_ROWS = 20_000
 
-#: Status and message as the CSV shows them before the diagnosis, to send the child what changed.
-Snapshot = list[tuple[str, str]]
+#: A row's Result and Err_message as the diagnosis leaves most rows: sent to the child are only the others.
+_PLAIN = ("pass", "")
 
 
-def can_fork() -> bool:
-    """Fork is safe here: the platform has it and this process runs one thread."""
-    return hasattr(os, "fork") and threading.active_count() == 1 and sys.platform != "win32"
-
-
-def snapshot(rows: Sequence[DumpRow]) -> Snapshot:
-    # statistics rows are sparse (DumpRow.__getattr__): read with the defaults
-    return [(d.get("status", "pass"), d.get("message", "")) for d in (r.__dict__ for r in rows)]
-
-
-def changes_since(rows: Sequence[DumpRow], before: Snapshot) -> list[tuple[int, str, str]]:
-    """(row index, status, message) of every row whose Result or Err_message cell has changed."""
-    out = []
-    for i, (r, old) in enumerate(zip(rows, before, strict=True)):
-        d = r.__dict__
-        now = (d.get("status", "pass"), d.get("message", ""))
-        if now != old:
-            out.append((i, now[0], now[1]))
+def marked_rows(rows: Sequence[DumpRow]) -> dict[int, tuple[str, str]]:
+    """(status, message) of every row not plainly passing; the child knows every other row passes."""
+    out = {}
+    for i, r in enumerate(rows):
+        d = r.__dict__  # statistics rows are sparse (DumpRow.__getattr__): read with the defaults
+        state = (d.get("status", "pass"), d.get("message", ""))
+        if state != _PLAIN:
+            out[i] = state
     return out
 
 
@@ -70,7 +60,6 @@ class BackgroundCsv:
         self._to_child = to_child
         self._from_child = from_child
         self.path = path
-        self._before = snapshot(rows)
         self._rows = rows
         self._open = True  # the pipes are ours to close and the child ours to wait for
 
@@ -94,12 +83,12 @@ class BackgroundCsv:
         return cls(pid, down_w, up_r, path, rows)
 
     def finish(self) -> Path:
-        """Send the rows the diagnosis changed, wait for the file; an error is the child's, as if written here."""
-        changes = changes_since(self._rows, self._before)
+        """Send the rows' statuses after the diagnosis, wait for the file; an error is the child's, as if written here."""
+        marked = marked_rows(self._rows)
         self._open = False
         try:
             with os.fdopen(self._to_child, "wb") as down:
-                pickle.dump(changes, down, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(marked, down, protocol=pickle.HIGHEST_PROTOCOL)
         except BrokenPipeError:
             pass  # the child has stopped early: its report says why
         with os.fdopen(self._from_child, "rb") as up:
@@ -137,14 +126,16 @@ def _child(rows: list[DumpRow], scalar_rows: Sequence[Any], dumps: Mapping[str, 
     try:
         from acc_agent.tools._compare_csv import guarded_write, status_cells
 
-        draft, starts, widths = _draft(rows, scalar_rows, dumps, path)
+        draft, starts, widths, drafted = _draft(rows, scalar_rows, dumps, path)
         with os.fdopen(down, "rb") as fh:
-            changes: list[tuple[int, str, str]] = pickle.load(fh)  # our own parent's list, through our own pipe
+            marked: dict[int, tuple[str, str]] = pickle.load(fh)  # our own parent's statuses, our own pipe
         edits = []
-        for i, status, message in changes:
-            d = rows[i].__dict__
-            d["status"], d["message"] = status, message
-            edits.append((starts[i], widths[i], status_cells(rows[i]).encode("utf-8")))
+        for i in sorted(drafted.keys() | marked.keys()):
+            state = marked.get(i, _PLAIN)
+            if state != drafted.get(i, _PLAIN):
+                d = rows[i].__dict__
+                d["status"], d["message"] = state
+                edits.append((starts[i], widths[i], status_cells(rows[i]).encode("utf-8")))
         with draft:
             guarded_write(path, lambda out: _copy_edited(draft, out, sorted(edits)), binary=True)
         os.write(up, b"ok")
@@ -163,10 +154,11 @@ _BLOCK = 24_576
 
 
 def _draft(rows: list[DumpRow], scalar_rows: Sequence[Any], dumps: Mapping[str, tuple[Any, Any]], path: Path
-           ) -> tuple[BinaryIO, list[int], list[int]]:
-    """The CSV with the statuses as they are now, in an unnamed temporary file, and where each row's
-    Result and Err_message cells lie in it (byte offset and length): the text is written as it is
-    made, so the child never holds the whole table."""
+           ) -> tuple[BinaryIO, list[int], list[int], dict[int, tuple[str, str]]]:
+    """The CSV with the statuses as they are now, in an unnamed temporary file, where each row's
+    Result and Err_message cells lie in it (byte offset and length), and the rows drafted with a
+    status other than a plain pass. The text is written as it is made: the child never holds the
+    whole table."""
     from acc_agent.tools._compare_csv import statistics_lines, status_cells
 
     try:
@@ -188,7 +180,7 @@ def _draft(rows: list[DumpRow], scalar_rows: Sequence[Any], dumps: Mapping[str, 
             written += _write_block(draft, pieces, cells_at, written, starts, widths)
             pieces, cells_at = [], []
     written += _write_block(draft, pieces, cells_at, written, starts, widths)
-    return draft, starts, widths
+    return draft, starts, widths, marked_rows(rows)
 
 
 def _write_block(draft: BinaryIO, pieces: list[str], cells_at: list[tuple[int, int]], base: int,

@@ -157,6 +157,7 @@ def finish_rank(g: Dump, t: Dump, b: Dump | None, key: str, plan: RankPlan, rows
         from acc_agent.tools._stat_rows import statistics_rows
 
         stat = statistics_rows(g, t, plan.stat_pairs, key or None, scalars=plan.with_scalars)
+        plan.stat_pairs = []  # ~300k pairs on a default dump: their memory goes to the diagnosis's graph
         scalar_rows = stat.scalar_rows
         if stat.rows:
             if rows:

@@ -231,13 +231,13 @@ def _compare_single(params: CompareDumpsInput) -> CompareDumpsOutput:
     """One rank on each side, in this process: large dumps are spread over worker processes tensor by tensor."""
     from acc_agent.io.dumps import open_dump_set
     from acc_agent.io.pairing import load_mapping
+    from acc_agent.io.parallel_open import open_pair
     from acc_agent.process_exit import free_at_exit
     from acc_agent.tools._background_csv import BackgroundCsv
     from acc_agent.tools._dump_rows import compute_rows
     from acc_agent.tools._rank_tasks import dump_info, finish_rank, plan_rank
 
-    golden_set = open_dump_set(params.golden)
-    target_set = open_dump_set(params.target, like=golden_set)
+    golden_set, target_set = open_pair(params.golden, params.target)  # the target parsed beside the golden
     bench_set = open_dump_set(params.bench) if params.bench else None
     mapping = load_mapping(params.mapping) if params.mapping else None
     infos = [(side, k, dump_info(d)) for side, s in (("golden", golden_set), ("target", target_set),

@@ -344,17 +344,25 @@ def _input_mismatch(f: Finding, golden: Dump | None, target: Dump | None,
 
 def _set_status(graph: Graph, use_bench: bool, fd: FirstDivergence | None) -> None:
     """Refine the metric-threshold statuses with the precision-aware judgement; mark repeated tensors."""
+    isnan = math.isnan
     for t in graph.tensors:
         row = t.row
-        if t.producer is not None and t.link == "data" and t.is_input and t.err == t.producer.err:
-            row.same_as = t.producer.name  # the same data on both sides: a listing shows it once
-        if not t.judged or row.status in ("skipped", "unmatched"):
+        d = row.__dict__  # statistics rows are sparse (DumpRow.__getattr__): read with the defaults
+        producer = t.producer
+        if producer is not None and t.link == "data" and t.is_input and t.m.err == producer.m.err:
+            row.same_as = producer.name  # the same data on both sides: a listing shows it once
+        excess = t.excess
+        if isnan(excess):  # not judged
             continue
-        if use_bench and not t.beyond and row.status == "warning":
+        status = d.get("status", "pass")
+        if status == "skipped" or status == "unmatched":
+            continue
+        beyond = excess > 1.0
+        if use_bench and not beyond and status == "warning":
             row.status = "pass"
             row.message = (f"within bench noise: error {explain.fmt(t.err)} vs bench {explain.fmt(t.m.bench_err)}; "
                            + row.message).strip("; ")
-        elif t.beyond and (use_bench or t.gross) and row.status == "pass":
+        elif beyond and (use_bench or t.gross) and status == "pass":
             row.status = "warning"
             row.message = (f"beyond precision ({explain.fmt(t.excess)}x the allowed error); " + row.message).strip("; ")
     if fd is not None:

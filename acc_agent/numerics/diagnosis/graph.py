@@ -172,9 +172,12 @@ class Graph:
 # --------------------------------------------------------------------------- building
 
 
+_ROLE_OF_ENTRY = {"parameter": "parameters"}
+
+
 def _key_role(name: str, e: DumpEntry | None) -> tuple[str, str]:
     if e is not None and e.module_key and name.startswith(e.module_key):
-        role = {"parameter": "parameters"}.get(e.role, e.role)
+        role = _ROLE_OF_ENTRY.get(e.role, e.role)
         if role == "tensor":
             return split_name(name)
         return e.module_key, role
@@ -271,20 +274,30 @@ def _direction(key: str) -> str:
     return "backward" if (".backward" in key or "parameters_grad" in key) else "forward"
 
 
-def _fingerprint(e: DumpEntry | None) -> tuple[object, ...] | None:
+def _fingerprint(e: DumpEntry | None, numels: dict[int, tuple[object, int | None]] | None = None
+                 ) -> tuple[object, ...] | None:
+    """What identifies an entry's data across calls; ``numels`` caches element counts by shape list
+    (a dump shares one list per distinct shape)."""
     if e is None:
         return None
+    shape = e.shape
+    if numels is None:
+        n = numel(shape)
+    else:
+        hit = numels.get(id(shape))
+        if hit is None or hit[0] is not shape:
+            hit = numels[id(shape)] = (shape, numel(shape))  # the list is kept: its id stays unique
+        n = hit[1]
     md5 = e.md5
     if md5:
-        return ("md5", e.dtype, numel(e.shape), md5)
-    st = e.stats
+        return ("md5", e.dtype, n, md5)
     try:
-        stats = _GET_STATS(st)
+        stats = _GET_STATS(e.stats)
     except KeyError:
         return None
     if None in stats:
         return None
-    return ("stats", e.dtype, numel(e.shape), *stats)
+    return ("stats", e.dtype, n, *stats)
 
 
 def _link(graph: Graph, golden: Dump | None, target: Dump | None) -> str:
@@ -292,9 +305,11 @@ def _link(graph: Graph, golden: Dump | None, target: Dump | None) -> str:
     g_by = golden.by_name if golden is not None else {}
     t_by = target.by_name if target is not None else {}
 
+    numels: dict[int, tuple[object, int | None]] = {}
+
     def prints(t: Tensor) -> tuple[object, ...] | None:
-        fp = _fingerprint(g_by.get(t.row.__dict__.get("golden_name") or t.name))
-        return fp if fp is not None else _fingerprint(t_by.get(t.name))
+        fp = _fingerprint(g_by.get(t.row.__dict__.get("golden_name") or t.name), numels)
+        return fp if fp is not None else _fingerprint(t_by.get(t.name), numels)
 
     have_prints = any(prints(t) is not None for t in graph.tensors[:64])
     latest: dict[tuple[object, ...], Tensor] = {}
@@ -343,12 +358,14 @@ def _classify_leaves(graph: Graph, golden: Dump | None) -> None:
         if node.inputs:
             d = node.direction
             first_input.setdefault(d, node.inputs[0])
-    data_prints = {d: _fingerprint(entry(golden, t.row.golden_name or t.name)) for d, t in first_input.items()}
+    numels: dict[int, tuple[object, int | None]] = {}
+    data_prints = {d: _fingerprint(entry(golden, t.row.__dict__.get("golden_name") or t.name), numels)
+                   for d, t in first_input.items()}
     for t in graph.tensors:
-        if not t.is_input or t.producer is not None:
+        if t.producer is not None or not (t.role == "input" or t.role == "parameters"):
             continue
-        g = entry(golden, t.row.golden_name or t.name)
-        fp = _fingerprint(g)
+        g = entry(golden, t.row.__dict__.get("golden_name") or t.name)
+        fp = _fingerprint(g, numels)
         if first_input.get(t.direction) is t or (fp is not None and fp == data_prints.get(t.direction)):
             t.leaf = "data"
         elif t.role == "parameters" or _is_param_arg(t):

@@ -106,7 +106,7 @@ def op_budget(dtype: str | None, measure: str) -> float:
 
 
 def _leaves_tolerance(t: Tensor) -> bool:
-    within = t.row.within_tolerance_ratio
+    within = t.row.__dict__.get("within_tolerance_ratio")  # sparse statistics rows have none (DumpRow.__getattr__)
     if within is None or within >= WITHIN_BAR or t.node is None:
         return False
     ins = [x.row.within_tolerance_ratio for x in t.node.inputs if x.row.within_tolerance_ratio is not None]
