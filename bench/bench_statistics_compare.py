@@ -2,8 +2,8 @@
 
 msprobe's default config (``task: statistics``, ``level: L1``) writes only Max/Min/Mean/Norm per
 tensor, and a real training step logs ~100k API calls: dump.json files of ~90 MB with ~300k tensor
-leaves. msprobe's own compare takes minutes on such a pair (225 s measured, 1.66 GB peak); this
-bench checks that ours stays interactive on it.
+leaves. msprobe's own compare takes minutes on such a pair (114 s on an idle 16-core machine, 214 s on a
+2-core VM, 1.6-2.4 GB peak); this bench checks that ours stays interactive on it.
 
 One invocation:
 
