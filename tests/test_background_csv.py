@@ -67,6 +67,18 @@ def test_forked_csv_equals_single_process_csv(pair: tuple[Path, Path, str], tmp_
     assert "first divergence" in flagged[f"{injected}.output.0"]["Err_message"]
 
 
+@pytest.mark.parametrize("parts", [2, 3])
+def test_csv_drafted_in_parts_equals_single_process_csv(pair: tuple[Path, Path, str], tmp_path: Path, parts: int,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several children (where cores are free) each draft a share; joined, the table is the same file."""
+    golden, target, injected = pair
+    monkeypatch.setattr(_background_csv, "default_parts", lambda: parts)
+    _run(golden, target, tmp_path / "parts.csv", True, monkeypatch)
+    _run(golden, target, tmp_path / "single.csv", False, monkeypatch)
+    assert (tmp_path / "parts.csv").read_bytes() == (tmp_path / "single.csv").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["parts.csv", "single.csv"]  # no part file left
+
+
 def test_non_ascii_names_keep_their_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Byte offsets, not character offsets, locate the cells to replace when names are not ASCII."""
     golden, target, injected = bench.generate(tmp_path / "pair", 7000, 6000, seed=5)

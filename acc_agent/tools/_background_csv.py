@@ -1,12 +1,15 @@
-"""The statistics CSV of a large rank, written by a forked child while this process diagnoses.
+"""The statistics CSV of a large rank, written by forked children while this process diagnoses.
 
 On msprobe's default dumps (~300k statistics rows) the CSV text and the diagnosis take about the
 same time, and neither needs the other until the end: the diagnosis may change only two cells
-per row (Result and Err_message, see ``status_cells``). So the child makes every line's text from
-the rows as they are at the fork, waits for the rows whose status or message the diagnosis then
-changed, and writes the file (its draft, written as the lines are made, is copied with those
-cells replaced). The child shares the parent's pages (fork), so nothing is copied
-over, and it leaves with ``os._exit``: its millions of objects are never freed one by one.
+per row (Result and Err_message, see ``status_cells``). So children make every line's text from
+the rows as they are at the fork, each its share of the table (``statistics_lines``' parts; one
+child on a 2-core machine, up to ``MAX_PARTS`` where cores are free), into an unnamed draft file
+as the lines are made; then they get the rows the diagnosis left not plainly passing and copy
+their drafts with those cells replaced. One child writes the CSV itself; several write their
+parts beside it, and this process joins them into the CSV. The children share the parent's pages
+(fork), so nothing is copied over, and they leave with ``os._exit``: their millions of objects
+are never freed one by one.
 
 Used only where ``fork`` exists and this process runs no other thread (an MCP server answering
 in threads must not fork: a lock held by another thread would stay held in the child), and only
@@ -36,13 +39,15 @@ if TYPE_CHECKING:
 
 #: Fewer rows than this are written in this process: the fork and the wait cost more than they save.
 MIN_ROWS = 20_000
+#: At most this many drafting children: beyond it the diagnosis, not the CSV, is what the run waits for.
+MAX_PARTS = 4
 
-#: A row's Result and Err_message as the diagnosis leaves most rows: sent to the child are only the others.
+#: A row's Result and Err_message as the diagnosis leaves most rows: sent to the children are only the others.
 _PLAIN = ("pass", "")
 
 
 def marked_rows(rows: Sequence[DumpRow]) -> dict[int, tuple[str, str]]:
-    """(status, message) of every row not plainly passing; the child knows every other row passes."""
+    """(status, message) of every row not plainly passing; the children know every other row passes."""
     out = {}
     for i, r in enumerate(rows):
         d = r.__dict__  # statistics rows are sparse (DumpRow.__getattr__): read with the defaults
@@ -52,93 +57,147 @@ def marked_rows(rows: Sequence[DumpRow]) -> dict[int, tuple[str, str]]:
     return out
 
 
-class BackgroundCsv:
-    """A forked child writing the statistics CSV; :meth:`finish` hands it the diagnosis's changes."""
+def default_parts() -> int:
+    """One drafting child per core the diagnosis leaves free (at least one, at most MAX_PARTS)."""
+    from acc_agent.tools._dump_rows import cores
 
-    def __init__(self, pid: int, to_child: int, from_child: int, path: Path, rows: list[DumpRow]) -> None:
-        self._pid = pid
-        self._to_child = to_child
-        self._from_child = from_child
+    return min(MAX_PARTS, max(1, cores() - 1))
+
+
+class _Child:
+    """One drafting child: its process, its two pipe ends, its share of the rows."""
+
+    def __init__(self, pid: int, to_child: int, from_child: int) -> None:
+        self.pid = pid
+        self.to_child = to_child
+        self.from_child = from_child
+
+
+class BackgroundCsv:
+    """Forked children drafting the statistics CSV; :meth:`finish` hands them the diagnosis's statuses."""
+
+    def __init__(self, children: list[_Child], path: Path, rows: list[DumpRow]) -> None:
+        self._children = children
         self.path = path
         self._rows = rows
-        self._open = True  # the pipes are ours to close and the child ours to wait for
+        self._open = True  # the pipes are ours to close and the children ours to wait for
 
     @classmethod
     def start(cls, rows: list[DumpRow], scalar_rows: Sequence[Any], dumps: Mapping[str, tuple[Any, Any]],
-              path: Path) -> BackgroundCsv | None:
-        """Fork the writer, or None where forking is not safe or not worth it."""
+              path: Path, parts: int | None = None) -> BackgroundCsv | None:
+        """Fork the drafting children, or None where forking is not safe or not worth it."""
         if len(rows) < MIN_ROWS or not can_fork():
             return None
-        down_r, down_w = os.pipe()
-        up_r, up_w = os.pipe()
+        from acc_agent.tools._compare_csv import split_points
+
+        ranges = split_points(rows, parts or default_parts())
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            os.close(down_w)
-            os.close(up_r)
-            _child(rows, scalar_rows, dumps, path, down_r, up_w)
-        os.close(down_r)
-        os.close(up_w)
-        return cls(pid, down_w, up_r, path, rows)
+        children: list[_Child] = []
+        for k, part in enumerate(ranges):
+            down_r, down_w = os.pipe()
+            up_r, up_w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # a child: never returns
+                for child in children:  # the earlier children's pipe ends are not this child's
+                    os.close(child.to_child)
+                    os.close(child.from_child)
+                os.close(down_w)
+                os.close(up_r)
+                _child(rows, scalar_rows, dumps, path, part, k if len(ranges) > 1 else None, down_r, up_w)
+            os.close(down_r)
+            os.close(up_w)
+            children.append(_Child(pid, down_w, up_r))
+        return cls(children, path, rows)
 
     def finish(self) -> Path:
-        """Send the rows' statuses after the diagnosis, wait for the file; an error is the child's, as if written here."""
-        marked = marked_rows(self._rows)
+        """Send the rows' statuses after the diagnosis, wait for the table; an error is a child's, as if
+        written here."""
+        blob = pickle.dumps(marked_rows(self._rows), protocol=pickle.HIGHEST_PROTOCOL)
         self._open = False
+        for child in self._children:
+            try:
+                with os.fdopen(child.to_child, "wb") as down:
+                    down.write(blob)
+            except BrokenPipeError:
+                pass  # that child has stopped early: its report says why
+        reports = []
+        for child in self._children:
+            with os.fdopen(child.from_child, "rb") as up:
+                report = up.read()
+            _, status = os.waitpid(child.pid, 0)
+            reports.append((report, status))
+        part_files = [Path(r[3:].decode("utf-8")) for r, _ in reports if r.startswith(b"ok ")]
         try:
-            with os.fdopen(self._to_child, "wb") as down:
-                pickle.dump(marked, down, protocol=pickle.HIGHEST_PROTOCOL)
-        except BrokenPipeError:
-            pass  # the child has stopped early: its report says why
-        with os.fdopen(self._from_child, "rb") as up:
-            report = up.read()
-        _, status = os.waitpid(self._pid, 0)
-        if report == b"ok" and os.waitstatus_to_exitcode(status) == 0:
-            return self.path
-        try:
-            err = json.loads(report.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            err = {"code": "cannot_write", "message": f"the CSV writer stopped (exit status {status}) before "
-                                                      f"writing {self.path}", "hint": "Run again; if it repeats, "
-                                                      "report it with the dumps' sizes.", "path": str(self.path)}
-        raise AccAgentError(err["code"], err["message"], hint=err.get("hint"), path=err.get("path"))
+            for report, status in reports:
+                if not report.startswith(b"ok") or os.waitstatus_to_exitcode(status) != 0:
+                    raise _child_error(report, status, self.path)
+            if len(self._children) > 1:
+                from acc_agent.tools._compare_csv import guarded_write
+
+                guarded_write(self.path, lambda out: _join(part_files, out), binary=True)
+        finally:
+            for part in part_files:
+                with contextlib.suppress(OSError):
+                    part.unlink()
+        return self.path
 
     def abandon(self) -> None:
-        """Stop the child (the comparison failed before the CSV was due); the old CSV stays as it was."""
+        """Stop the children (the comparison failed before the CSV was due); the old CSV stays as it was."""
         if not self._open:
             return
         self._open = False
-        for fd in (self._to_child, self._from_child):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        try:
-            os.kill(self._pid, 9)
-            os.waitpid(self._pid, 0)
-        except (OSError, ChildProcessError):
-            pass
+        for child in self._children:
+            for fd in (child.to_child, child.from_child):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            with contextlib.suppress(OSError, ChildProcessError):
+                os.kill(child.pid, 9)
+                os.waitpid(child.pid, 0)
+
+
+def _child_error(report: bytes, status: int, path: Path) -> AccAgentError:
+    try:
+        err = json.loads(report.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        err = {"code": "cannot_write", "message": f"the CSV writer stopped (exit status {status}) before writing "
+                                                  f"{path}", "hint": "Run again; if it repeats, report it with the "
+                                                  "dumps' sizes.", "path": str(path)}
+    return AccAgentError(err["code"], err["message"], hint=err.get("hint"), path=err.get("path"))
+
+
+def _join(parts: list[Path], out: BinaryIO) -> None:
+    for part in parts:
+        with part.open("rb") as fh:
+            shutil.copyfileobj(fh, out, 16 << 20)
 
 
 def _child(rows: list[DumpRow], scalar_rows: Sequence[Any], dumps: Mapping[str, tuple[Any, Any]], path: Path,
-           down: int, up: int) -> None:
-    """Draft the CSV, apply the diagnosis's changes to the copy, report ``ok`` or the error as JSON."""
+           part: tuple[int, int], number: int | None, down: int, up: int) -> None:
+    """Draft this child's share, apply the diagnosis's statuses to the copy, report ``ok`` (with the
+    part's file when there are several children) or the error as JSON."""
     code = 1
     try:
         from acc_agent.tools._compare_csv import guarded_write, status_cells
 
-        draft, starts, widths, drafted = _draft(rows, scalar_rows, dumps, path)
+        draft, spans, drafted = _draft(rows, scalar_rows, dumps, path, part)
         with os.fdopen(down, "rb") as fh:
             marked: dict[int, tuple[str, str]] = pickle.load(fh)  # our own parent's statuses, our own pipe
         edits = []
-        for i in sorted(drafted.keys() | marked.keys()):
+        for i in spans.keys() & (drafted.keys() | marked.keys()):
             state = marked.get(i, _PLAIN)
             if state != drafted.get(i, _PLAIN):
                 d = rows[i].__dict__
                 d["status"], d["message"] = state
-                edits.append((starts[i], widths[i], status_cells(rows[i]).encode("utf-8")))
+                edits.append((*spans[i], status_cells(rows[i]).encode("utf-8")))
+        edits.sort()
         with draft:
-            guarded_write(path, lambda out: _copy_edited(draft, out, sorted(edits)), binary=True)
-        os.write(up, b"ok")
+            if number is None:  # the only child: it writes the CSV itself
+                guarded_write(path, lambda out: _copy_edited(draft, out, edits), binary=True)
+                os.write(up, b"ok")
+            else:
+                part_path = _part_file(path, number, lambda out: _copy_edited(draft, out, edits))
+                os.write(up, b"ok " + str(part_path).encode("utf-8"))
         code = 0
     except AccAgentError as exc:
         _report(up, {"code": exc.code, "message": exc.message, "hint": exc.hint, "path": exc.path})
@@ -149,42 +208,63 @@ def _child(rows: list[DumpRow], scalar_rows: Sequence[Any], dumps: Mapping[str, 
         os._exit(code)
 
 
+def _part_file(path: Path, number: int, write: Any) -> Path:
+    """A named file for one part, beside the CSV where its folder is writable (the parent joins and deletes it)."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name[:80]}.part{number}.", dir=path.parent)
+    except OSError:
+        fd, name = tempfile.mkstemp(prefix=f"acc-agent-csv.part{number}.")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            write(out)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise AccAgentError("cannot_write", f"cannot write CSV {path}: {exc}", hint="Choose a writable path for the "
+                            "CSV, on a disk with room for twice its size.", path=str(path)) from None
+    return Path(name)
+
+
 #: Pieces of text joined and written at once while drafting.
 _BLOCK = 24_576
 
 
-def _draft(rows: list[DumpRow], scalar_rows: Sequence[Any], dumps: Mapping[str, tuple[Any, Any]], path: Path
-           ) -> tuple[BinaryIO, list[int], list[int], dict[int, tuple[str, str]]]:
-    """The CSV with the statuses as they are now, in an unnamed temporary file, where each row's
-    Result and Err_message cells lie in it (byte offset and length), and the rows drafted with a
-    status other than a plain pass. The text is written as it is made: the child never holds the
-    whole table."""
+def _draft(rows: list[DumpRow], scalar_rows: Sequence[Any], dumps: Mapping[str, tuple[Any, Any]], path: Path,
+           part: tuple[int, int]) -> tuple[BinaryIO, dict[int, tuple[int, int]], dict[int, tuple[str, str]]]:
+    """This share of the CSV with the statuses as they are now, in an unnamed temporary file; where
+    each of its rows' Result and Err_message cells lie in it (byte offset, length); and those rows
+    drafted with a status other than a plain pass. The text is written as it is made: a child never
+    holds its whole share."""
     from acc_agent.tools._compare_csv import statistics_lines, status_cells
 
     try:
         draft = tempfile.TemporaryFile(dir=path.parent)  # noqa: SIM115 - beside the CSV: the disk it will fill
     except OSError:
         draft = tempfile.TemporaryFile()  # noqa: SIM115 - returned to the caller, who closes it
-    starts = [0] * len(rows)
-    widths = [0] * len(rows)
+    spans: dict[int, tuple[int, int]] = {}
+    drafted: dict[int, tuple[str, str]] = {}
     pieces: list[str] = []
     cells_at: list[tuple[int, int]] = []  # (row index, position of its status piece in ``pieces``)
     written = 0
-    for before, i, after in statistics_lines(rows, scalar_rows, dumps):
+    for before, i, after in statistics_lines(rows, scalar_rows, dumps, part):
         if i < 0:
             pieces.append(before)
             continue
+        d = rows[i].__dict__
+        state = (d.get("status", "pass"), d.get("message", ""))
+        if state != _PLAIN:
+            drafted[i] = state
         cells_at.append((i, len(pieces) + 1))
         pieces += (before, status_cells(rows[i]), after)
         if len(pieces) >= _BLOCK:
-            written += _write_block(draft, pieces, cells_at, written, starts, widths)
+            written += _write_block(draft, pieces, cells_at, written, spans)
             pieces, cells_at = [], []
-    written += _write_block(draft, pieces, cells_at, written, starts, widths)
-    return draft, starts, widths, marked_rows(rows)
+    written += _write_block(draft, pieces, cells_at, written, spans)
+    return draft, spans, drafted
 
 
 def _write_block(draft: BinaryIO, pieces: list[str], cells_at: list[tuple[int, int]], base: int,
-                 starts: list[int], widths: list[int]) -> int:
+                 spans: dict[int, tuple[int, int]]) -> int:
     """Write ``pieces``, noting each status piece's byte offset and length; returns the bytes written."""
     text = "".join(pieces)
     data = text.encode("utf-8")
@@ -192,8 +272,7 @@ def _write_block(draft: BinaryIO, pieces: list[str], cells_at: list[tuple[int, i
     sizes = [len(p) for p in pieces] if ascii_only else [len(p.encode("utf-8")) for p in pieces]
     ends = list(accumulate(sizes))
     for i, k in cells_at:
-        starts[i] = base + ends[k] - sizes[k]
-        widths[i] = sizes[k]
+        spans[i] = (base + ends[k] - sizes[k], sizes[k])
     draft.write(data)
     return len(data)
 

@@ -230,17 +230,23 @@ def status_cells(row: DumpRow) -> str:
     return f"{d.get('status', 'pass')},{_quoted(json.dumps(message.split('; '))) if message else '[]'},"
 
 
-def statistics_lines(rows: list[DumpRow], scalar_rows: Iterable[Any], dumps: Mapping[str, tuple[Any, Any]]
-                     ) -> Iterator[tuple[str, int, str]]:
+def statistics_lines(rows: list[DumpRow], scalar_rows: Iterable[Any], dumps: Mapping[str, tuple[Any, Any]],
+                     part: tuple[int, int] | None = None) -> Iterator[tuple[str, int, str]]:
     """The statistics CSV's lines in order, as ``(before, row index, after)``.
 
     A row's line is ``before + status_cells(rows[i]) + after``; a line of no row (the header, a
     non-tensor argument) has index -1 and is all in ``before``. Keeping the Result cells apart lets
-    the text be made while the diagnosis still decides those two cells (see _background_csv)."""
+    the text be made while the diagnosis still decides those two cells (see _background_csv).
+    ``part=(lo, hi)``: only the lines of the API calls whose first row index is in [lo, hi) (with the
+    header and leading arguments in the part from 0); the parts of a partition, joined in order,
+    are the whole table. Rows before ``lo`` are walked, not formatted: a row's stack cell depends
+    on the row before it."""
     from acc_agent.tools._stat_rows import order_key
 
+    lo, hi = part if part is not None else (0, len(rows))
     mixed = any(r.compare_mode == "tensor" for r in rows)
-    yield _cells_line(STAT_HEADER + STAT_EXTRA + ([c for c, _ in SIX] if mixed else [])), -1, ""
+    if lo == 0:
+        yield _cells_line(STAT_HEADER + STAT_EXTRA + ([c for c, _ in SIX] if mixed else [])), -1, ""
     groups, loose = _scalar_groups(scalar_rows)
     prefixes = {rank: _dtype_prefix(pair) for rank, pair in dumps.items()}
     stacks = _Stacks(dumps)
@@ -248,9 +254,10 @@ def statistics_lines(rows: list[DumpRow], scalar_rows: Iterable[Any], dumps: Map
     last_api: tuple[str, str] = ("", "")
     for (_, after), extra in loose.items():
         if after < 0:
-            last_api = yield from _scalar_lines(extra, stacks, last_api, mixed)
+            last_api = yield from _scalar_lines(extra, stacks, last_api, mixed, lo == 0)
     i, n = 0, len(rows)
-    while i < n:
+    while i < n and i < hi:
+        emit = i >= lo  # the call's lines belong to the part of its first row
         r = rows[i]
         rank = r.__dict__.get("rank") or ""  # statistics rows are sparse: no rank key for a single rank
         group = groups.get((rank, r.index))
@@ -271,17 +278,28 @@ def statistics_lines(rows: list[DumpRow], scalar_rows: Iterable[Any], dumps: Map
                 name = rows[m].__dict__["name"]
                 if not _same_api(name, rank, last_api):
                     last_api = (rank, _api_key(name))
+                    if not emit:
+                        continue
                     stack = stacks.cell(rank, last_api[1])
                     stack = stack if stack == "N/A" else _quoted(stack)
+                elif not emit:
+                    continue
                 else:
                     stack = "N/A"  # msprobe prints an API's stack on its first row only
                 head, tail = lines.get(m)
                 yield head, m, stack + tail
             else:
-                last_api = yield from _scalar_lines([m], stacks, last_api, mixed)
+                last_api = yield from _scalar_lines([m], stacks, last_api, mixed, emit)
         tail_rows = loose.get((rank, rows[i - 1].index))
         if tail_rows:
-            last_api = yield from _scalar_lines(tail_rows, stacks, last_api, mixed)
+            last_api = yield from _scalar_lines(tail_rows, stacks, last_api, mixed, emit)
+
+
+def split_points(rows: list[DumpRow], parts: int) -> list[tuple[int, int]]:
+    """``parts`` ranges of row indices of about equal size, for :func:`statistics_lines`'s ``part``."""
+    n = len(rows)
+    bounds = [n * k // parts for k in range(parts + 1)]
+    return [(bounds[k], bounds[k + 1]) for k in range(parts) if bounds[k] < bounds[k + 1]] or [(0, n)]
 
 
 def _cells_line(cells: Iterable[Any]) -> str:
@@ -329,14 +347,16 @@ def _scalar_groups(scalar_rows: Iterable[Any]) -> tuple[dict[tuple[str, int], tu
     return groups, loose
 
 
-def _scalar_lines(srows: list[Any], stacks: _Stacks, last_api: tuple[str, str], mixed: bool
+def _scalar_lines(srows: list[Any], stacks: _Stacks, last_api: tuple[str, str], mixed: bool, emit: bool = True
                   ) -> Generator[tuple[str, int, str], None, tuple[str, str]]:
-    """The lines of non-tensor arguments; returns the API call of the last one (for the stack cell)."""
+    """The lines of non-tensor arguments (none unless ``emit``); returns the API call of the last one
+    (for the next row's stack cell)."""
     for s in srows:
         api = (s.rank or "", s.key)
-        stack = stacks.cell(api[0], s.key) if api != last_api else "N/A"
+        if emit:
+            stack = stacks.cell(api[0], s.key) if api != last_api else "N/A"
+            yield _scalar_line(s, stack, mixed), -1, ""
         last_api = api
-        yield _scalar_line(s, stack, mixed), -1, ""
     return last_api
 
 
