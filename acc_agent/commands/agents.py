@@ -21,16 +21,13 @@ SKILL_LAYOUTS: dict[str, str] = {"claude": ".claude/skills", "agents": ".agents/
 
 
 def skills_source() -> Path:
-    """The ``skills/`` folder shipped beside the package (a source checkout or editable install)."""
-    here = Path(__file__).resolve().parents[2] / "skills"
-    if not (here.is_dir() and any(here.glob("*/SKILL.md"))):
-        raise AccAgentError(
-            "skills_not_found",
-            f"no skill folders found at {here}",
-            hint="Install acc-agent from a source checkout (pip install -e .) so the skills/ folder is present.",
-            path=str(here),
-        )
-    return here
+    """The skill folders shipped inside the package (acc_agent.resources); the MCP server reads them too.
+
+    Imported here, not at the top: this module is loaded by every CLI start.
+    """
+    from acc_agent.resources import skills_dir
+
+    return skills_dir()
 
 
 def install_skills(target: Path, layouts: list[str]) -> list[Path]:

@@ -169,14 +169,13 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option("--out", help="Folder for the documents.")] = Path("demo-out"),
         lang: Annotated[str, typer.Option("--lang", help="en or zh.")] = "en",
     ) -> None:
-        import acc_agent
+        from acc_agent.resources import demo_project_dir
 
         _check_lang(lang)
-        samples = Path(acc_agent.__file__).resolve().parents[1] / "samples" / "demo_project"
-        if not (samples / "mig.yaml").is_file():
-            _fail(AccAgentError("missing_samples", f"demo project not found at {samples}",
-                                hint="Install from a checkout (`pip install -e .`), or regenerate it with "
-                                     "`python3 samples/make_samples.py`."))
+        try:
+            samples = demo_project_dir()
+        except AccAgentError as err:
+            _fail(err)
         out.mkdir(parents=True, exist_ok=True)
         project = out / "demo_project"
         # the demo works on its own copy, kept beside the documents so `report --check` can re-compute them

@@ -11,26 +11,15 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
 
-import acc_agent
 from acc_agent.errors import AccAgentError
 from acc_agent.render.files import placeholder
 from acc_agent.render.i18n import LANGS, translate
+from acc_agent.resources import templates_dir  # re-exported: init_project reads mig.yaml through it
 from acc_agent.text_safety import markdown_cell, terminal_text
-
-
-def templates_dir() -> Path:
-    """Top-level ``templates/`` beside the package (installed editable, per the product card)."""
-    path = Path(acc_agent.__file__).resolve().parents[1] / "templates"
-    if not path.is_dir():
-        raise AccAgentError("missing_templates", f"templates folder not found at {path}",
-                            hint="Install acc-agent from a checkout (`pip install -e .`) so templates/ sits beside "
-                                 "the acc_agent package.", path=str(path))
-    return path
 
 
 def md_escape(value: Any) -> str:

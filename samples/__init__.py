@@ -1,0 +1,6 @@
+"""Marks samples/ as the package ``acc_agent.resources.samples`` (see pyproject.toml).
+
+Why a Python file in a data folder: an editable install only maps a sub-package onto a folder
+outside ``acc_agent/`` when the folder holds an ``__init__.py``; with it, importlib.resources
+finds the demo project the same way in a checkout and in an installed wheel.
+"""
