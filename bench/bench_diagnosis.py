@@ -81,7 +81,7 @@ def build(root: Path, passes: int) -> dict[str, Path]:
 
 
 def measure(golden: Path, target: Path, repeat: int) -> dict[str, Any]:
-    from acc_agent.io.dumps import Dump, open_dump
+    from acc_agent.io.dumps import Dump, gc_paused, open_dump
     from acc_agent.io.pairing import pair_entries
     from acc_agent.numerics.diagnosis import diagnose
     from acc_agent.registry import all_tools
@@ -95,12 +95,15 @@ def measure(golden: Path, target: Path, repeat: int) -> dict[str, Any]:
     metric_times, diag_times = [], []
     category = None
     for _ in range(repeat):
-        start = time.perf_counter()
-        rows = compute_rows(g, t, None, jobs, None, None, workers=1)
-        metric_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        _, diag = diagnose(rows=rows, golden=g, target=t, bench=None, precision=None)
-        diag_times.append(time.perf_counter() - start)
+        # as compare_dumps runs both: with the cyclic collector paused (it would otherwise re-scan the
+        # model's and the dumps' objects in the middle of whichever step happens to allocate)
+        with gc_paused():
+            start = time.perf_counter()
+            rows = compute_rows(g, t, None, jobs, None, None, workers=1)
+            metric_times.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            _, diag = diagnose(rows=rows, golden=g, target=t, bench=None, precision=None)
+            diag_times.append(time.perf_counter() - start)
         category = diag.category
     m, d = statistics.median(metric_times), statistics.median(diag_times)
     return {"entries": len(t.entries), "rows": len(jobs), "metrics_s": m, "diagnosis_s": d, "ratio": d / m,
