@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import acc_agent
 from acc_agent.errors import AccAgentError
 from acc_agent.render.env import templates_dir
 from acc_agent.render.i18n import STRINGS
@@ -53,12 +52,19 @@ def test_latency_plot_from_real_timings(tmp_path: Path) -> None:
     assert _png(tmp_path / "lat.png")
 
 
-def test_missing_templates_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = tmp_path / "site" / "acc_agent" / "__init__.py"
-    monkeypatch.setattr(acc_agent, "__file__", str(fake))
-    with pytest.raises(AccAgentError) as exc:
-        templates_dir()
+def test_missing_templates_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An install whose data package is missing (a broken or partial install) says so and how to fix it."""
+    import acc_agent.resources as resources
+
+    monkeypatch.setattr(resources, "_package_root", lambda package: None)
+    resources._locate.cache_clear()
+    try:
+        with pytest.raises(AccAgentError) as exc:
+            templates_dir()
+    finally:
+        resources._locate.cache_clear()
     assert exc.value.code == "missing_templates" and "pip install -e ." in exc.value.hint
+    assert "templates folder not found" in exc.value.message
 
 
 def test_every_string_has_both_languages() -> None:
