@@ -23,6 +23,8 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the parallel op
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import bench_statistics_compare as bench  # noqa: E402
 
+FORKED: list[int] = []
+
 
 @pytest.fixture(autouse=True)
 def _always_fork(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -30,6 +32,16 @@ def _always_fork(monkeypatch: pytest.MonkeyPatch) -> None:
     # (Dask's offload thread), which makes the product refuse to fork: here the fork path is the subject
     monkeypatch.setattr(parallel_open, "MIN_BYTES", 0)
     monkeypatch.setattr(parallel_open, "can_fork", lambda: True)
+    FORKED.clear()
+    real_fork = os.fork
+
+    def counting_fork() -> int:
+        pid = real_fork()
+        if pid:
+            FORKED.append(pid)
+        return pid
+
+    monkeypatch.setattr(parallel_open.os, "fork", counting_fork)
 
 
 def _same(a: DumpSet, b: DumpSet) -> None:
@@ -41,8 +53,11 @@ def _same(a: DumpSet, b: DumpSet) -> None:
 
 
 def _no_child_left() -> None:
-    with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)
+    """Every child the parallel open forked has been waited for (other tests' workers may still run)."""
+    assert FORKED, "no child was forked"
+    for pid in FORKED:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 @pytest.mark.parametrize("form", ["root", "rank_dir", "dump_json"])
@@ -50,18 +65,8 @@ def test_pair_equals_sequential_open(tmp_path: Path, form: str, monkeypatch: pyt
     golden, target, _ = bench.generate(tmp_path, 600, 300, seed=11)
     paths = {"root": (golden.parents[1], target.parents[1]), "rank_dir": (golden, target),
              "dump_json": (golden / "dump.json", target / "dump.json")}[form]
-    forked: list[int] = []
-    real_fork = os.fork
-
-    def counting_fork() -> int:
-        pid = real_fork()
-        if pid:
-            forked.append(pid)
-        return pid
-
-    monkeypatch.setattr(parallel_open.os, "fork", counting_fork)
     g_pair, t_pair = parallel_open.open_pair(*paths)
-    assert forked, "the target was not parsed in a child"
+    assert FORKED, "the target was not parsed in a child"
     g_seq = open_dump_set(paths[0])
     _same(g_pair, g_seq)
     _same(t_pair, open_dump_set(paths[1], like=g_seq))
