@@ -381,11 +381,11 @@ def anthropic_tool(spec: ToolSpec) -> dict[str, Any]:
 
 def mcp_tools() -> list[dict[str, Any]]:
     """What ``acc-agent mcp`` answers to ``tools/list``, in wire form (camelCase keys)."""
+    from acc_agent.mcp_loader import mcp_server_module
+
+    server = mcp_server_module().build_server()  # first: a missing mcp (and so anyio) is a clear error
+
     import anyio
-
-    from acc_agent.mcp_server import build_server
-
-    server = build_server()
 
     async def listed() -> list[dict[str, Any]]:
         return [

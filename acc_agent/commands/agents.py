@@ -78,10 +78,15 @@ def register(app: typer.Typer) -> None:
         short_help="Serve every tool to a coding agent over MCP (stdio).",
     )
     def mcp_command() -> None:
-        """Imports the MCP SDK only here: it costs ≈0.7 s that no other command should pay."""
-        from acc_agent.mcp_server import serve
+        """Imports the MCP SDK only here: it costs ≈0.7 s that no other command should pay (and it is optional)."""
+        from acc_agent.mcp_loader import mcp_server_module
 
-        serve()
+        try:
+            server = mcp_server_module()
+        except AccAgentError as err:
+            sys.stderr.write(f"error: {err.message}\nhint: {err.hint}\n")
+            raise typer.Exit(2) from None
+        server.serve()
 
     @app.command(
         "schema",
