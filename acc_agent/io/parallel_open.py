@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import signal
 from itertools import starmap
 from operator import attrgetter
 from pathlib import Path
@@ -49,7 +50,7 @@ def open_pair(golden: str | Path, target: str | Path) -> tuple[DumpSet, DumpSet]
     try:
         golden_set = open_dump_set(golden)
     except BaseException:
-        _reap(pid, read_end)
+        _stop(pid, read_end)  # the comparison is over: the target's parse is not waited for
         raise
     payload = _reap(pid, read_end)
     if payload is not None:
@@ -103,6 +104,15 @@ def _reap(pid: int, read_end: int) -> tuple[str, dict[str, tuple[Any, ...]]] | N
             payload = None  # the child stopped early: it wrote nothing, or not all
     _, status = os.waitpid(pid, 0)
     return payload if os.waitstatus_to_exitcode(status) == 0 else None
+
+
+def _stop(pid: int, read_end: int) -> None:
+    """End the child at once and wait for it (no zombie is left)."""
+    with contextlib.suppress(OSError):
+        os.close(read_end)
+    with contextlib.suppress(OSError, ChildProcessError):
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
 
 
 def _widen(fd: int) -> None:
