@@ -406,14 +406,10 @@ def _log_timings(path: Path) -> _LogTimings:
     """Step times, throughput and global batch size from a training/inference log, via parse_training_log."""
     if not path.exists():
         raise AccAgentError("file_not_found", f"log {path} does not exist", hint="Pass an existing log file.", path=str(path))
-    from acc_agent.registry import call_tool
+    from acc_agent.tools.training_log import ParseTrainingLogInput, parse_training_log
 
-    try:
-        out: Any = call_tool("parse_training_log", {"log": str(path), "metrics": ["step_time_ms", "throughput", "global_batch_size"]})
-    except AccAgentError as exc:
-        if exc.code != "unknown_tool":
-            raise
-        return _LogTimings()
+    out: Any = parse_training_log(ParseTrainingLogInput(log=path, metrics=["step_time_ms", "throughput",
+                                                                           "global_batch_size"]))
     series = getattr(out, "series", {}) or {}
     found = _LogTimings(
         step_ms=[pt.value for pt in series.get("step_time_ms", []) if pt.value is not None],
