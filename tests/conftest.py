@@ -22,3 +22,19 @@ def _results_outside_the_checkout(tmp_path_factory: pytest.TempPathFactory) -> I
         yield
     finally:
         os.environ.pop("ACC_AGENT_RESULTS_DIR", None)
+
+
+@pytest.fixture
+def forked_pids(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the children the test's code forks (``os.fork`` wrapped), to check each was reaped."""
+    pids: list[int] = []
+    real_fork = os.fork
+
+    def counting_fork() -> int:
+        pid = real_fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    return pids

@@ -103,7 +103,7 @@ def test_child_write_error_is_the_structured_error(pair: tuple[Path, Path, str],
 
 
 def test_failure_before_the_csv_stops_the_child(pair: tuple[Path, Path, str], tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+                                                monkeypatch: pytest.MonkeyPatch, forked_pids: list[int]) -> None:
     golden, target, _ = pair
     from acc_agent.numerics import diagnosis
 
@@ -113,21 +113,11 @@ def test_failure_before_the_csv_stops_the_child(pair: tuple[Path, Path, str], tm
     monkeypatch.setattr(diagnosis, "diagnose", broken)
     previous = tmp_path / "out.csv"
     previous.write_text("previous table\n")
-    forked: list[int] = []
-    real_fork = os.fork
-
-    def counting_fork() -> int:
-        pid = real_fork()
-        if pid:
-            forked.append(pid)
-        return pid
-
-    monkeypatch.setattr(_background_csv.os, "fork", counting_fork)
     with pytest.raises(RuntimeError):
         _run(golden, target, previous, True, monkeypatch)
     assert previous.read_text() == "previous table\n"  # the old CSV stays whole
-    assert forked, "no writer was started"
-    for pid in forked:  # no child left behind, not even a zombie (other tests' workers may still run)
+    assert forked_pids, "no writer was started"
+    for pid in forked_pids:  # no child left behind, not even a zombie (other tests' workers may still run)
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
 

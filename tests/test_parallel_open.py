@@ -23,8 +23,6 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the parallel op
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import bench_statistics_compare as bench  # noqa: E402
 
-FORKED: list[int] = []
-
 
 @pytest.fixture(autouse=True)
 def _always_fork(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,16 +30,6 @@ def _always_fork(monkeypatch: pytest.MonkeyPatch) -> None:
     # (Dask's offload thread), which makes the product refuse to fork: here the fork path is the subject
     monkeypatch.setattr(parallel_open, "MIN_BYTES", 0)
     monkeypatch.setattr(parallel_open, "can_fork", lambda: True)
-    FORKED.clear()
-    real_fork = os.fork
-
-    def counting_fork() -> int:
-        pid = real_fork()
-        if pid:
-            FORKED.append(pid)
-        return pid
-
-    monkeypatch.setattr(parallel_open.os, "fork", counting_fork)
 
 
 def _same(a: DumpSet, b: DumpSet) -> None:
@@ -52,31 +40,31 @@ def _same(a: DumpSet, b: DumpSet) -> None:
         assert x.entries == y.entries and x.scalars == y.scalars and list(x.by_name) == list(y.by_name)
 
 
-def _no_child_left() -> None:
+def _no_child_left(forked_pids: list[int]) -> None:
     """Every child the parallel open forked has been waited for (other tests' workers may still run)."""
-    assert FORKED, "no child was forked"
-    for pid in FORKED:
+    assert forked_pids, "no child was forked"
+    for pid in forked_pids:
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
 
 
 @pytest.mark.parametrize("form", ["root", "rank_dir", "dump_json"])
-def test_pair_equals_sequential_open(tmp_path: Path, form: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pair_equals_sequential_open(tmp_path: Path, form: str, forked_pids: list[int]) -> None:
     golden, target, _ = bench.generate(tmp_path, 600, 300, seed=11)
     paths = {"root": (golden.parents[1], target.parents[1]), "rank_dir": (golden, target),
              "dump_json": (golden / "dump.json", target / "dump.json")}[form]
     g_pair, t_pair = parallel_open.open_pair(*paths)
-    assert FORKED, "the target was not parsed in a child"
+    assert forked_pids, "the target was not parsed in a child"
     g_seq = open_dump_set(paths[0])
     _same(g_pair, g_seq)
     _same(t_pair, open_dump_set(paths[1], like=g_seq))
     # equal names share the golden's string objects, as open_dump_set(..., like=) makes them
     g_by = next(iter(g_pair.ranks.values())).by_name
     assert all(g_by[e.name].name is e.name for e in next(iter(t_pair.ranks.values())).entries if e.name in g_by)
-    _no_child_left()
+    _no_child_left(forked_pids)
 
 
-def test_unreadable_target_gives_the_sequential_error(tmp_path: Path) -> None:
+def test_unreadable_target_gives_the_sequential_error(tmp_path: Path, forked_pids: list[int]) -> None:
     golden, target, _ = bench.generate(tmp_path, 200, 100, seed=2)
     text = (target / "dump.json").read_text(encoding="utf-8")
     (target / "dump.json").write_text(text[: len(text) // 2], encoding="utf-8")  # cut off mid-write
@@ -86,14 +74,14 @@ def test_unreadable_target_gives_the_sequential_error(tmp_path: Path) -> None:
         parallel_open.open_pair(golden, target)
     assert (par.value.code, par.value.message) == (seq.value.code, seq.value.message) == (
         "invalid_dump_json", seq.value.message)
-    _no_child_left()
+    _no_child_left(forked_pids)
 
 
-def test_failing_golden_reaps_the_child(tmp_path: Path) -> None:
+def test_failing_golden_reaps_the_child(tmp_path: Path, forked_pids: list[int]) -> None:
     _, target, _ = bench.generate(tmp_path, 200, 100, seed=4)
     with pytest.raises(AccAgentError):
         parallel_open.open_pair(tmp_path / "missing", target)
-    _no_child_left()
+    _no_child_left(forked_pids)
 
 
 def test_tensor_folders_are_opened_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
