@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from acc_agent.errors import AccAgentError
 from acc_agent.models.project import Project
 
-Status = Literal["ok", "saved", "missing_tool", "missing_input", "error", "not_applicable"]
+Status = Literal["ok", "saved", "missing_input", "error", "not_applicable"]
 
 #: Slots that only make sense for one kind of project (mig.yaml model.mode).
 TRAINING_SLOTS = frozenset({"baseline_log", "target_log", "short_run", "loss_curves"})
@@ -177,12 +177,7 @@ def _saved(project: Project, plan: SkillPlan, cmd: str) -> SkillResult | None:
 
     path = project.resolve(rel)
     assert path is not None
-    try:
-        spec = get_tool(plan.tool)
-    except AccAgentError:
-        return SkillResult(plan.slot, plan.tool, "missing_tool", cmd,
-                           reason=f"saved result {rel} cannot be validated: tool {plan.tool} is not installed",
-                           why_key="r_saved_no_tool", why_args={"file": rel, "tool": plan.tool})
+    spec = get_tool(plan.tool)  # every slot's tool is part of the package
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         model = spec.output_model.model_validate(data)
@@ -227,12 +222,7 @@ def run_plan(project: Project, plan: SkillPlan) -> SkillResult:
                                why_key="r_path_missing", why_args={"key": key, "value": value})
     from acc_agent.registry import get_tool
 
-    try:
-        spec = get_tool(plan.tool)
-    except AccAgentError:
-        return SkillResult(plan.slot, plan.tool, "missing_tool", cmd,
-                           reason=f"the {plan.tool} tool is not available in this installation",
-                           why_key="r_tool_missing", why_args={"tool": plan.tool})
+    spec = get_tool(plan.tool)  # every slot's tool is part of the package
     fields = spec.input_model.model_fields
     args: dict[str, Any] = {}
     for name, value in zip(spec.positional, plan.positional, strict=False):
