@@ -67,7 +67,7 @@ def _worth_a_child(target: str | Path) -> bool:
         files = [p if p.is_file() else p / "dump.json" for p in sources.values()]
         return all(f.suffix.lower() == ".json" and f.is_file() for f in files) \
             and sum(f.stat().st_size for f in files) >= MIN_BYTES
-    except (OSError, ValueError, Exception):  # noqa: BLE001 - any doubt: the sequential path decides and reports
+    except Exception:  # noqa: BLE001 - any doubt: the sequential path decides and reports
         return False
 
 

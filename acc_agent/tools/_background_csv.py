@@ -23,7 +23,6 @@ import json
 import os
 import pickle
 import shutil
-import sys
 import tempfile
 from itertools import accumulate
 from pathlib import Path
@@ -91,8 +90,6 @@ class BackgroundCsv:
         from acc_agent.tools._compare_csv import split_points
 
         ranges = split_points(rows, parts or default_parts())
-        sys.stdout.flush()
-        sys.stderr.flush()
         children: list[_Child] = []
         for k, part in enumerate(ranges):
             down_r, down_w = os.pipe()

@@ -28,6 +28,7 @@ from acc_agent.frontend import option
 from acc_agent.models.compare import DumpRow, TensorMetrics
 from acc_agent.numerics.metrics import msprobe_round
 from acc_agent.text_safety import spreadsheet_cell
+from acc_agent.tools._stat_rows import RANK_ARGS
 
 _FORMULA_START = frozenset("=+-@\t\r＝＋－＠")
 
@@ -94,9 +95,14 @@ def write_csv(rows: list[DumpRow], path: str | Path, scalar_rows: Sequence[Any] 
 
     ``dumps`` maps a rank key to its (golden, target) Dump: the statistics layout takes the
     framework (for msprobe's dtype spelling) and the target's stack.json from them."""
-    if scalar_rows or any(r.compare_mode != "tensor" for r in rows):
+    if statistics_layout(rows, scalar_rows):
         return guarded_write(path, lambda fh: write_statistics_csv(fh, rows, scalar_rows or (), dumps or {}))
     return guarded_write(path, lambda fh: _write_tensor_rows(fh, rows, dumps or {}))
+
+
+def statistics_layout(rows: Sequence[DumpRow], scalar_rows: Sequence[Any] | None) -> bool:
+    """Whether the table takes msprobe's statistics layout: any statistics/md5 row or non-tensor argument."""
+    return bool(scalar_rows) or any(r.compare_mode != "tensor" for r in rows)
 
 
 def guarded_write(path: str | Path, write: Any, binary: bool = False) -> Path:
@@ -623,7 +629,6 @@ def _scalar_line(s: Any, stack: str, mixed: bool) -> str:
 #: same few arguments (approximate="none", dim=-1, a 0.125 scale) in every layer.
 _SCALAR_CELLS: dict[tuple[Any, ...], tuple[str, str]] = {}
 _PLAIN_SCALARS = frozenset({int, str, bool, type(None)})
-_RANK_ARGS = frozenset({"src", "dst", "group_src", "group_dst"})
 
 
 def _scalar_key(s: Any, mixed: bool) -> tuple[Any, ...] | None:
@@ -635,8 +640,8 @@ def _scalar_key(s: Any, mixed: bool) -> tuple[Any, ...] | None:
         kind = type(v)
         if kind not in _PLAIN_SCALARS and not (kind is float and v != 0.0 and v == v):
             return None
-    return (t.type, type(tv), tv, g.type, type(gv), gv, t.name.rsplit(".", 1)[-1] in _RANK_ARGS,
-            g.name.rsplit(".", 1)[-1] in _RANK_ARGS, s.status, tuple(s.messages), s.md5_equal, mixed)
+    return (t.type, type(tv), tv, g.type, type(gv), gv, t.name.rsplit(".", 1)[-1] in RANK_ARGS,
+            g.name.rsplit(".", 1)[-1] in RANK_ARGS, s.status, tuple(s.messages), s.md5_equal, mixed)
 
 
 def _scalar_cells(s: Any, mixed: bool) -> tuple[str, str]:

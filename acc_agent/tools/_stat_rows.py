@@ -225,11 +225,15 @@ def _bad_max_min(stats: dict[str, Any]) -> bool:
 _SPECIAL_SCALARS = ("torch.Size", "slice", "ellipsis", "torch.ProcessGroup")
 
 
+#: Arguments naming ranks (P2P source/destination): msprobe prints their value as text and its type as given.
+RANK_ARGS = frozenset({"src", "dst", "group_src", "group_dst"})
+
+
 def scalar_dtype(s: ScalarArg) -> str:
     """The dtype msprobe's CSV shows for a non-tensor argument (``<class 'int'>``, ``slice``, ...; N/A for null)."""
     if s.type == "None" and s.value is None:
         return "N/A"
-    if s.type in _SPECIAL_SCALARS or s.name.rsplit(".", 1)[-1] in ("src", "dst", "group_src", "group_dst"):
+    if s.type in _SPECIAL_SCALARS or s.name.rsplit(".", 1)[-1] in RANK_ARGS:
         return s.type
     return str(type(s.value))
 
@@ -248,7 +252,7 @@ def scalar_stat(s: ScalarArg) -> Any:
     """The value msprobe puts in all four statistics columns of a non-tensor argument."""
     if s.type == "None" and s.value is None or s.type in ("torch.Size", "slice"):
         return None
-    if s.type == "torch.ProcessGroup" or s.name.rsplit(".", 1)[-1] in ("src", "dst", "group_src", "group_dst"):
+    if s.type == "torch.ProcessGroup" or s.name.rsplit(".", 1)[-1] in RANK_ARGS:
         return str(s.value)
     return s.value
 

@@ -234,6 +234,7 @@ def _compare_single(params: CompareDumpsInput) -> CompareDumpsOutput:
     from acc_agent.io.parallel_open import open_pair
     from acc_agent.process_exit import free_at_exit
     from acc_agent.tools._background_csv import BackgroundCsv
+    from acc_agent.tools._compare_csv import statistics_layout
     from acc_agent.tools._dump_rows import compute_rows
     from acc_agent.tools._rank_tasks import dump_info, finish_rank, plan_rank
 
@@ -253,8 +254,8 @@ def _compare_single(params: CompareDumpsInput) -> CompareDumpsOutput:
 
     def start_csv(all_rows: list[DumpRow], scalar_rows: list[Any]) -> None:
         # a large statistics CSV is written by a forked child while this process diagnoses
-        statistics_layout = bool(scalar_rows) or any(r.compare_mode != "tensor" for r in all_rows[:1])
-        if statistics_layout and (params.csv or (not params.all_rows and len(all_rows) > params.top)):
+        if statistics_layout(all_rows, scalar_rows) and (params.csv or (not params.all_rows
+                                                                       and len(all_rows) > params.top)):
             writer = BackgroundCsv.start(all_rows, scalar_rows, {key or "": (dump_info(g), dump_info(t))},
                                          _csv_path(params))
             background.extend([writer] if writer is not None else [])
