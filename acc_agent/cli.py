@@ -302,8 +302,8 @@ def tool_entries() -> list[dict[str, Any]]:
 def _main_entries() -> list[dict[str, Any]] | None:
     """The cached manifest's entries; None (the live registry) when tools were registered in this
     process (their entries are the truth). A missing or stale manifest is rebuilt and written."""
-    registry = sys.modules.get("acc_agent.registry")
-    if registry is not None and getattr(registry, "_REGISTRY", None):
+    spec = sys.modules.get("acc_agent.tools.spec")
+    if spec is not None and getattr(spec, "REGISTERED", None):
         return None
     from acc_agent import cli_manifest
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from acc_agent.atomic import atomic_write_text
 from acc_agent.models.common import ToolOutput
-from acc_agent.registry import ToolSpec
+from acc_agent.tools.spec import ToolSpec
 
 #: Byte budget of a compact result as JSON; lists shrink until the result fits.
 DEFAULT_BUDGET_BYTES = 16_000

@@ -32,7 +32,7 @@ from typing import Any
 
 from acc_agent.compact import _severity, write_full_result
 from acc_agent.models.common import ToolOutput
-from acc_agent.registry import ToolSpec
+from acc_agent.tools.spec import ToolSpec
 
 #: Most table rows in a digest.
 ROWS_MAX = 8

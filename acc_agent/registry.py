@@ -1,7 +1,9 @@
 """The one list of tools that every front end (CLI, MCP server, schema export, reports) reads.
 
 A tool is a plain function ``fn(InputModel) -> OutputModel`` in a module under
-``acc_agent/tools/``, registered with :func:`tool`. Adding a tool means adding one module there:
+``acc_agent/tools/`` (or ``acc_agent/app/`` for the application's own, such as
+``render_deliverables``), registered with :func:`acc_agent.tools.spec.tool`. Adding a tool means
+adding one module there:
 discovery walks the package, so no front end needs editing. Tool modules must keep heavy imports
 (torch, matplotlib, mcp) inside functions so that discovery stays fast.
 """
@@ -11,144 +13,36 @@ from __future__ import annotations
 import contextlib
 import importlib
 import pkgutil
-import typing
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
-from acc_agent.errors import AccAgentError, from_validation_error
+from acc_agent.errors import AccAgentError
 from acc_agent.models.common import ToolOutput
+from acc_agent.tools.spec import REGISTERED, ToolSpec, tool
 
+__all__ = ["ToolSpec", "all_tools", "call_tool", "get_tool", "load_tool", "tool"]
 
-@dataclass(frozen=True)
-class ToolSpec:
-    """What a front end needs to expose one tool."""
-
-    name: str
-    func: Callable[[Any], ToolOutput]
-    input_model: type[BaseModel]
-    output_model: type[ToolOutput]
-    description: str
-    positional: tuple[str, ...] = ()
-    text_renderer: Callable[[Any], str] | None = None
-    compact: Callable[[Any], dict[str, Any]] | None = None
-    cli_name: str = field(default="")
-    title: str = ""
-    read_only: bool | None = None
-    destructive: bool | None = None
-    idempotent: bool | None = None
-    open_world: bool | None = None
-
-    def annotations(self) -> dict[str, Any]:
-        """What the tool does to its surroundings, as MCP tool annotations (snake_case keys).
-
-        Declared once here so every front end says the same thing; a hint the tool did not
-        declare is left out (the client then assumes the cautious default). Destructive and
-        idempotent mean something only for a tool that writes, so a read-only tool leaves them out.
-        """
-        out: dict[str, Any] = {"title": self.title or self.name.replace("_", " ").capitalize()}
-        if self.read_only is not None:
-            out["read_only_hint"] = self.read_only
-        if not self.read_only:
-            if self.destructive is not None:
-                out["destructive_hint"] = self.destructive
-            if self.idempotent is not None:
-                out["idempotent_hint"] = self.idempotent
-        # A tool that declared what it touches and did not say it reaches outside the files and
-        # machine it is pointed at works in a closed world (MCP's default assumes the opposite).
-        if self.open_world is not None or self.read_only is not None:
-            out["open_world_hint"] = bool(self.open_world)
-        return out
-
-    def run(self, arguments: Mapping[str, Any] | BaseModel) -> ToolOutput:
-        """Validate ``arguments`` and call the tool; bad input becomes :class:`AccAgentError`."""
-        if isinstance(arguments, self.input_model):
-            params = arguments
-        else:
-            try:
-                params = self.input_model.model_validate(dict(arguments))  # type: ignore[arg-type]
-            except ValidationError as exc:
-                raise from_validation_error(exc, self.name, self.input_model) from None
-        return self.func(params)
-
-
-_REGISTRY: dict[str, ToolSpec] = {}
+#: The packages whose public modules register tools: the skills, then the application's own.
+TOOL_PACKAGES = ("acc_agent.tools", "acc_agent.app")
 _DISCOVERED = False
-
-
-def tool(
-    *,
-    description: str,
-    positional: tuple[str, ...] = (),
-    text_renderer: Callable[[Any], str] | None = None,
-    compact: Callable[[Any], dict[str, Any]] | None = None,
-    name: str | None = None,
-    title: str = "",
-    read_only: bool | None = None,
-    destructive: bool | None = None,
-    idempotent: bool | None = None,
-    open_world: bool | None = None,
-) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
-    """Register ``fn`` as a tool; input and output models come from its type hints.
-
-    ``description`` is what an agent reads to choose the tool: say when to call it and what it
-    returns, in a few sentences (the argument descriptions carry the details). ``title`` and the
-    hints say what the tool does to its surroundings: ``read_only`` (only reads files and the
-    machine), else ``destructive`` (may overwrite or delete what was there) and ``idempotent``
-    (the same call twice changes nothing more), and ``open_world`` (runs or reaches things
-    outside the files it is given, e.g. a user's command). Writing into acc-agent's own results
-    folder (complete results, a default CSV) does not count as writing; writing any path an
-    argument names does, even when that argument is optional.
-    """
-
-    def decorate(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        hints = typing.get_type_hints(fn)
-        params = [h for k, h in hints.items() if k != "return"]
-        if len(params) != 1 or "return" not in hints:
-            raise TypeError(f"tool {fn.__name__} must take one pydantic model and return one")
-        tool_name = name or fn.__name__
-        spec = ToolSpec(
-            name=tool_name,
-            func=fn,
-            input_model=params[0],
-            output_model=hints["return"],
-            description=description.strip(),
-            positional=positional,
-            text_renderer=text_renderer,
-            compact=compact,
-            cli_name=tool_name.replace("_", "-"),
-            title=title,
-            read_only=read_only,
-            destructive=destructive,
-            idempotent=idempotent,
-            open_world=open_world,
-        )
-        if tool_name in _REGISTRY and _REGISTRY[tool_name].func is not fn:
-            raise ValueError(f"tool {tool_name} registered twice")
-        _REGISTRY[tool_name] = spec
-        return fn
-
-    return decorate
 
 
 def _discover() -> None:
     global _DISCOVERED
     if _DISCOVERED:
         return
-    import acc_agent.tools as tools_pkg
-
-    for info in sorted(pkgutil.iter_modules(tools_pkg.__path__), key=lambda i: i.name):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"acc_agent.tools.{info.name}")
+    for package_name in TOOL_PACKAGES:
+        package = importlib.import_module(package_name)
+        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+            if not info.name.startswith("_"):
+                importlib.import_module(f"{package_name}.{info.name}")
     _DISCOVERED = True
 
 
 def all_tools() -> dict[str, ToolSpec]:
     """Every registered tool, by name, in a stable order."""
     _discover()
-    return dict(sorted(_REGISTRY.items()))
+    return dict(sorted(REGISTERED.items()))
 
 
 def load_tool(name: str, module: str) -> ToolSpec:
@@ -156,10 +50,10 @@ def load_tool(name: str, module: str) -> ToolSpec:
 
     Why: running one command should not import all twenty tool modules (≈0.3 s); if the module
     no longer registers the tool, every module is discovered as before."""
-    if name not in _REGISTRY:
+    if name not in REGISTERED:
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
-    spec = _REGISTRY.get(name)
+    spec = REGISTERED.get(name)
     return spec if spec is not None else get_tool(name)
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from acc_agent.app.workflow import run_workflow
 from acc_agent.models.project import load_project
 from acc_agent.render.checks import check_folder, check_markdown
 from acc_agent.render.deliverables import render_all
-from acc_agent.workflow import run_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 HEAD = "# Compare — x\n\n<!-- acc-agent doc=Summary lang=en -->\n\n"

@@ -33,7 +33,7 @@ def _echo(params: _EchoIn) -> _EchoOut:
 def echo_tool() -> Iterator[None]:
     registry.tool(description="Echo for the contract test.", positional=("path",), name="contract_echo")(_echo)
     yield
-    registry._REGISTRY.pop("contract_echo", None)
+    registry.REGISTERED.pop("contract_echo", None)
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from acc_agent.app.workflow import WorkflowResult, run_workflow
 from acc_agent.models.project import load_project, parse_project
 from acc_agent.render.checks import check_folder, check_markdown
 from acc_agent.render.deliverables import render_all, render_text
 from acc_agent.render.env import make_env
-from acc_agent.workflow import WorkflowResult, run_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "samples" / "demo_project"

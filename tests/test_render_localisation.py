@@ -15,11 +15,11 @@ import pytest
 
 pytest.importorskip("torch")
 
+from acc_agent.app.workflow import run_workflow  # noqa: E402
 from acc_agent.models.project import load_project  # noqa: E402
 from acc_agent.registry import call_tool  # noqa: E402
 from acc_agent.render.deliverables import render_text  # noqa: E402
 from acc_agent.render.env import fmt_num  # noqa: E402
-from acc_agent.workflow import run_workflow  # noqa: E402
 
 DEMO = Path(__file__).resolve().parents[1] / "samples" / "demo_project"
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from acc_agent.app.workflow import WorkflowResult, run_workflow
 from acc_agent.models.project import load_project
 from acc_agent.render.checks import check_folder, check_integrity, recompute
 from acc_agent.render.deliverables import DOCUMENTS, read_meta, render_all
@@ -26,7 +27,6 @@ from acc_agent.render.env import md_escape
 from acc_agent.render.files import FOOTER_RE, LIVE_RE, with_footer
 from acc_agent.render.i18n import WORDS
 from acc_agent.render.tooltext import english_words, tool_text
-from acc_agent.workflow import WorkflowResult, run_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "samples" / "demo_project"
@@ -585,7 +585,7 @@ def test_results_go_beside_mig_yaml_never_to_tmp(tmp_path: Path, monkeypatch: py
     monkeypatch.chdir(project / "logs")
     assert results_dir() == project / "acc-agent-results"
     assert default_record_file() == project / ".acc-agent" / "short_run_record.json"
-    wf_plans = {p.slot: p for p in __import__("acc_agent.workflow", fromlist=["plans"]).plans(load_project(project))}
+    wf_plans = {p.slot: p for p in __import__("acc_agent.app.workflow", fromlist=["plans"]).plans(load_project(project))}
     assert wf_plans["short_run"].options["record_file"] == str(project / ".acc-agent" / "short_run_record.json")
 
 

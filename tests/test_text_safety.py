@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from acc_agent.app.workflow import run_workflow
 from acc_agent.cli import main
 from acc_agent.models.project import load_project
 from acc_agent.render.checks import CODE_SPAN_RE, check_markdown
 from acc_agent.render.deliverables import render_text
 from acc_agent.text_safety import markdown_cell, spreadsheet_cell, terminal_lines, terminal_text
-from acc_agent.workflow import run_workflow
 
 #: A tensor name that tries every medium at once: a spreadsheet formula, a table-cell break, HTML,
 #: a code span, an ANSI colour and screen clear, a forged output line and a bidi override (no

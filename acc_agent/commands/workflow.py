@@ -113,9 +113,9 @@ def _render(config: Path, out: Path | None, lang: str) -> int:
         result = call_tool("render_deliverables", args)
     except AccAgentError as err:
         _fail(err)
-    from acc_agent.tools.deliverables import _text
+    from acc_agent.app.deliverables import render_text
 
-    typer.echo(_text(result))  # type: ignore[arg-type]
+    typer.echo(render_text(result))  # type: ignore[arg-type]
     return 1 if result.is_failure() else 0
 
 

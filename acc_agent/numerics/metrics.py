@@ -21,7 +21,7 @@ import numpy as np
 
 from acc_agent.models.compare import TensorMetrics
 from acc_agent.numerics import tolerance as tol
-from acc_agent.tools._blas_threads import numpy_blas_controlled, one_blas_thread
+from acc_agent.numerics.blas_threads import numpy_blas_controlled, one_blas_thread
 
 #: Elements per pass: ~40 numpy calls of 1-3 µs each per chunk outweigh cache misses below this
 #: (on the 2-core VM 64 K ran ~8 % and 32 K ~12 % slower, 256 K ~20 % slower: the buffers leave L3).
@@ -88,7 +88,7 @@ class _Acc:
 #: Longest slice handed to BLAS ``ddot`` at once where this process cannot set numpy's BLAS to one
 #: thread. Why BLAS: about twice as fast as ``einsum``. Why short then: OpenBLAS runs ``ddot``
 #: single-threaded only up to 10,000 elements, and its threads on a busy 2-core machine made one
-#: long dot 40x slower. Where the thread count is ours (numpy's OpenBLAS, see ``_blas_threads``)
+#: long dot 40x slower. Where the thread count is ours (numpy's OpenBLAS, see ``blas_threads``)
 #: ``compute_metrics`` holds it at one and hands BLAS whole chunks: 8 calls per 64 K chunk were
 #: ~0.5 ns per element of call overhead. Either way always the same routine (never chosen by
 #: timing), so the same data gives the same bits in every process of a run.

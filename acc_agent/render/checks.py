@@ -234,10 +234,10 @@ def recompute(folder: Path, config: Path) -> list[Problem]:
     differ is exactly generated text or numbers that no longer follow from mig.yaml and the
     artefacts — a hand edit, or inputs changed since the documents were written.
     """
+    from acc_agent.app.workflow import run_workflow
     from acc_agent.models.project import load_project
     from acc_agent.render.deliverables import DOCUMENTS, finish, read_meta, render_text
     from acc_agent.render.files import FOOTER_RE, LIVE_RE
-    from acc_agent.workflow import run_workflow
 
     texts: dict[str, str] = {}
     for name in DOCUMENTS:

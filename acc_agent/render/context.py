@@ -26,12 +26,12 @@ from typing import Any
 
 from markupsafe import Markup
 
+from acc_agent.app.workflow import SkillResult, WorkflowResult
 from acc_agent.models.project import Project
 from acc_agent.render.curve_cells import curve_cells
 from acc_agent.render.env import code, fmt_num, md_escape
 from acc_agent.render.i18n import translate, word
 from acc_agent.render.tooltext import tool_text
-from acc_agent.workflow import SkillResult, WorkflowResult
 
 
 def generation_date() -> str:

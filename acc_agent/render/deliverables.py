@@ -21,8 +21,8 @@ from urllib.parse import quote, unquote
 
 from markupsafe import Markup
 
+from acc_agent.app.workflow import WorkflowResult
 from acc_agent.render.files import Prepared, WriteReport, commit, placeholders, prepare
-from acc_agent.workflow import WorkflowResult
 
 DOCUMENTS = ("Mig_Readme", "Compare", "Mig_report", "Summary")
 

@@ -18,7 +18,7 @@ from markupsafe import Markup
 from acc_agent.errors import AccAgentError
 from acc_agent.render.files import placeholder
 from acc_agent.render.i18n import LANGS, translate
-from acc_agent.resources import templates_dir  # re-exported: init_project reads mig.yaml through it
+from acc_agent.resources import templates_dir
 from acc_agent.text_safety import markdown_cell, terminal_text
 
 

@@ -12,8 +12,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from acc_agent.app.workflow import WorkflowResult
 from acc_agent.render.files import save_figure
-from acc_agent.workflow import WorkflowResult
 
 
 def _pyplot() -> Any:
@@ -98,7 +98,7 @@ def plot_latency(latencies: dict[str, dict[int, list[float]]], path: Path) -> bo
 
 
 def _loss_curves(wf: WorkflowResult, path: Path) -> tuple[bool, str]:
-    """Ask compare_loss_curves (which owns render/plot_curves.py) to draw the curves it compared."""
+    """Ask compare_loss_curves (which owns io/curve_plot.py) to draw the curves it compared."""
     lc = wf.get("loss_curves")
     if not lc.ok:
         return False, f"loss-curve plot skipped: {lc.reason}"

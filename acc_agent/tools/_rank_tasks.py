@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acc_agent.tools._blas_threads import one_blas_thread
+from acc_agent.numerics.blas_threads import one_blas_thread
 from acc_agent.tools._dump_rows import PARALLEL_MIN_BYTES, Job, compute_row
 
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ from acc_agent import frontend
 from acc_agent.errors import AccAgentError
 from acc_agent.models.baseline import BaselineCandidate, CommandRow, SelectBaselineOutput
 from acc_agent.models.common import Evidence, ToolInput
-from acc_agent.registry import tool
 from acc_agent.text_safety import terminal_lines
+from acc_agent.tools.spec import tool
 
 LOG_SUFFIXES = {".log", ".txt", ".json", ".jsonl", ".csv", ".md", ".out"}
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", "env", "site-packages", ".acc-agent", ".tox", ".mypy_cache", ".pytest_cache", "dist", "build"}

@@ -19,7 +19,7 @@ from pydantic import Field
 from acc_agent.errors import AccAgentError
 from acc_agent.models.common import Evidence, ToolInput
 from acc_agent.models.replay import BisectPrecisionOutput, BisectStep
-from acc_agent.registry import tool
+from acc_agent.tools.spec import tool
 
 #: Default tolerance: this many unit roundoffs of the low precision, as relative L2 error of the output.
 DEFAULT_ROUNDINGS = 5.0

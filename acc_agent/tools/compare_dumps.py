@@ -17,8 +17,8 @@ from pydantic import Field
 from acc_agent.errors import AccAgentError
 from acc_agent.models.common import Evidence, ToolInput
 from acc_agent.models.compare import CompareDumpsOutput, DumpRow
-from acc_agent.registry import tool
 from acc_agent.text_safety import terminal_lines, terminal_text
+from acc_agent.tools.spec import tool
 
 if TYPE_CHECKING:
     from acc_agent.tools._background_csv import BackgroundCsv
@@ -205,13 +205,13 @@ def _why_inconclusive(rows: list[DumpRow], unmatched: tuple[int, int], golden: A
 )
 def compare_dumps(params: CompareDumpsInput) -> CompareDumpsOutput:
     from acc_agent.io.dumps import gc_paused, rank_sources  # loads numpy, and so its BLAS
-    from acc_agent.tools._blas_threads import one_blas_thread
+    from acc_agent.numerics.blas_threads import one_blas_thread
 
     # A statistics dump pair is millions of small objects that live until the result is built; with
     # the cyclic collector on, every few thousand new objects re-scan all of them (pairing a 300k-row
     # pair took 5.4 s instead of 0.6 s). The few cycles the diagnosis graph makes are freed when the
     # collector is back on.
-    with one_blas_thread(), gc_paused():  # one process per core already (see _blas_threads)
+    with one_blas_thread(), gc_paused():  # one process per core already (see numerics.blas_threads)
         return _compare(params, rank_sources)
 
 

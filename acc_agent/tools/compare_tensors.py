@@ -17,8 +17,8 @@ from acc_agent import frontend
 from acc_agent.errors import AccAgentError
 from acc_agent.models.common import Evidence, ToolInput
 from acc_agent.models.compare import CompareTensorsOutput, TensorCheck, ToleranceUsed
-from acc_agent.registry import tool
 from acc_agent.text_safety import terminal_lines
+from acc_agent.tools.spec import tool
 
 _CONTAINERS = (".npz", ".safetensors")
 

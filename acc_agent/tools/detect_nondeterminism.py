@@ -16,8 +16,8 @@ from pydantic import Field
 
 from acc_agent import frontend
 from acc_agent.models.common import Evidence, Model, ToolInput, ToolOutput
-from acc_agent.registry import tool
 from acc_agent.text_safety import terminal_lines
+from acc_agent.tools.spec import tool
 
 
 class DetectNondeterminismInput(ToolInput):

@@ -36,8 +36,8 @@ from acc_agent.models.environment import (
     NpuSmiInfo,
     NvidiaSmiInfo,
 )
-from acc_agent.registry import tool
 from acc_agent.text_safety import terminal_lines
+from acc_agent.tools.spec import tool
 
 _SMI_TIMEOUT_S = 30.0
 _MAX_TEXT = 4 * 1024 * 1024

@@ -21,7 +21,7 @@ from acc_agent import frontend
 from acc_agent.atomic import atomic_write_text
 from acc_agent.errors import AccAgentError
 from acc_agent.models.common import Evidence, Model, ToolInput, ToolOutput
-from acc_agent.registry import tool
+from acc_agent.tools.spec import tool
 
 
 class DumpPaths(Model):
@@ -137,7 +137,7 @@ def _values(params: InitProjectInput, folder: Path) -> dict[tuple[str, ...], Any
 def write_project_file(params: InitProjectInput) -> tuple[Path, list[str], list[str]]:
     """Write mig.yaml from the template; returns its path, the keys set and the artefacts still empty."""
     from acc_agent.models.project import parse_project
-    from acc_agent.render.env import templates_dir
+    from acc_agent.resources import templates_dir
 
     folder = Path(params.folder).expanduser()
     target = folder / "mig.yaml"

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from acc_agent.models.common import CsvStrs, Evidence, ToolInput
 from acc_agent.models.training import CompareLossCurvesOutput, CriterionResult, CurveComparison, TolerancesArg
-from acc_agent.registry import tool
+from acc_agent.tools.spec import tool
 
 VERDICT_WORDS = {"identical": "identical", "match": "match", "diverged": "diverged", "insufficient_data": "insufficient data"}
 STATUS_WORDS = {"pass": "met", "fail": "NOT met", "na": "N/A", "identical": "identical", "reported": "reported", "raw": "raw"}
@@ -169,7 +169,7 @@ def compare_loss_curves(params: CompareLossCurvesInput) -> CompareLossCurvesOutp
         criteria += judged.criteria
         warnings += judged.notes
         if params.plot is not None and judged.panel is not None and judged.comparison.steps_compared:
-            from acc_agent.render.plot_curves import CurvePanel
+            from acc_agent.io.curve_plot import CurvePanel
 
             panels.append(CurvePanel(*judged.panel))
     acc = [c for c in criteria if c.kind == "accuracy" and c.status != "na"]
@@ -219,7 +219,7 @@ def _plot(path: Path, panels: list[Any], out_extra: dict[str, Any], evidence: li
         out_extra["plot_note"] = "plot not written: no metric had overlapping steps"
         return
     try:
-        from acc_agent.render.plot_curves import plot_curves
+        from acc_agent.io.curve_plot import plot_curves
 
         written = plot_curves(panels, path, b_label, t_label)
         out_extra["plot_path"] = str(written)

@@ -44,8 +44,8 @@ from acc_agent.models.performance import (
     StageStats,
     WarmupReport,
 )
-from acc_agent.registry import tool
 from acc_agent.text_safety import terminal_lines
+from acc_agent.tools.spec import tool
 
 WARMUP_REASON = (
     "untimed iterations first, so one-off costs (graph compilation, operator selection, allocator "

@@ -15,7 +15,7 @@ from pydantic import Field
 from acc_agent.errors import AccAgentError
 from acc_agent.models.common import Evidence, ToolInput
 from acc_agent.models.replay import ArgumentDiff, Closeness, ReplayOpOutput
-from acc_agent.registry import tool
+from acc_agent.tools.spec import tool
 
 
 class ReplayOpInput(ToolInput):

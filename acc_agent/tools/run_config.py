@@ -15,8 +15,8 @@ from pydantic import Field
 
 from acc_agent.models.common import Evidence, ToolInput
 from acc_agent.models.training import CompareRunConfigsOutput, ConfigDiff
-from acc_agent.registry import tool
 from acc_agent.text_safety import terminal_lines
+from acc_agent.tools.spec import tool
 
 
 class CompareRunConfigsInput(ToolInput):

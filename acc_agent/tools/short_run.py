@@ -28,8 +28,8 @@ from acc_agent.models.training import (
     Window,
     WindowArg,
 )
-from acc_agent.registry import tool
 from acc_agent.text_safety import terminal_lines
+from acc_agent.tools.spec import tool
 
 STALL_STEPS = 500
 RECORD_NAME = ".acc-agent/short_run_record.json"

@@ -13,8 +13,8 @@ from pydantic import Field
 
 from acc_agent.models.common import CsvStrs, Evidence, ToolInput
 from acc_agent.models.training import MetricPoint, ParseTrainingLogOutput, RunSummary, StepRange
-from acc_agent.registry import tool
 from acc_agent.text_safety import terminal_lines
+from acc_agent.tools.spec import tool
 
 UNITS = {
     "step_time_ms": "ms",

@@ -14,8 +14,8 @@ from pydantic import Field
 
 from acc_agent import frontend
 from acc_agent.models.common import Evidence, Model, ToolInput, ToolOutput
-from acc_agent.registry import tool
 from acc_agent.text_safety import terminal_lines
+from acc_agent.tools.spec import tool
 
 
 class RenderDeliverablesInput(ToolInput):
@@ -55,7 +55,7 @@ class RenderDeliverablesOutput(ToolOutput):
     problems: list[str] = Field(default_factory=list, description="Markdown and consistency check failures.")
 
 
-def _text(out: RenderDeliverablesOutput) -> str:
+def render_text(out: RenderDeliverablesOutput) -> str:
     lines = [f"[{out.verdict}] {out.summary}"]
     for f in out.files:
         extra = f" (hand edits backed up to {f.backup})" if f.backup else ""
@@ -74,8 +74,8 @@ def _calls(project: Any) -> dict[str, str]:
 
     Empty artefacts become placeholders naming the mig.yaml key to fill, as the command lines do.
     """
+    from acc_agent.app.workflow import NOT_SHOWN, plans
     from acc_agent.registry import all_tools
-    from acc_agent.workflow import _NOT_SHOWN, plans
 
     specs = all_tools()
     out: dict[str, str] = {}
@@ -87,7 +87,7 @@ def _calls(project: Any) -> dict[str, str]:
         args: dict[str, Any] = {}
         for i, (name, value) in enumerate(zip(spec.positional, plan.positional, strict=False)):
             args[name] = value or f"<{keys[min(i, len(keys) - 1)]}>"
-        args.update({k: v for k, v in plan.options.items() if k not in _NOT_SHOWN and k in spec.input_model.model_fields})
+        args.update({k: v for k, v in plan.options.items() if k not in NOT_SHOWN and k in spec.input_model.model_fields})
         out[plan.slot] = frontend.invoke(plan.tool, **args)
     perf = project.performance
     for key in ("baseline_perf", "target_perf"):
@@ -104,14 +104,14 @@ def _calls(project: Any) -> dict[str, str]:
     destructive=False,
     idempotent=True,
     positional=("config",),
-    text_renderer=_text,
+    text_renderer=render_text,
 )
 def render_deliverables(params: RenderDeliverablesInput) -> RenderDeliverablesOutput:
+    from acc_agent.app.workflow import run_workflow
     from acc_agent.errors import AccAgentError
     from acc_agent.models.project import load_project
     from acc_agent.render.checks import check_folder, user_strings
     from acc_agent.render.deliverables import render_all
-    from acc_agent.workflow import run_workflow
 
     config = Path(params.config)
     config = config / "mig.yaml" if config.is_dir() else config

@@ -138,7 +138,7 @@ def plans(project: Project) -> list[SkillPlan]:
 
 
 #: Options the reports need (e.g. every dump row for the per-layer plot) but a person re-running the tool does not.
-_NOT_SHOWN = frozenset({"all_rows", "record_file"})
+NOT_SHOWN = frozenset({"all_rows", "record_file"})
 
 
 def command_line(plan: SkillPlan, base_dir: Path | None = None) -> str:
@@ -158,7 +158,7 @@ def command_line(plan: SkillPlan, base_dir: Path | None = None) -> str:
     parts = ["acc-agent", plan.tool.replace("_", "-")]
     parts += [show(p, i) for i, p in enumerate(plan.positional)]
     for key, value in plan.options.items():
-        if key in _NOT_SHOWN:
+        if key in NOT_SHOWN:
             continue
         if isinstance(value, bool):
             parts += ["--" + key.replace("_", "-")] if value else []

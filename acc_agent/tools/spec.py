@@ -1,0 +1,130 @@
+"""How a tool declares itself: :class:`ToolSpec` and the :func:`tool` decorator.
+
+Why here, in the tools layer, and not in the registry: a tool module registers itself when it is
+imported, and the tools sit below the application layer that the registry belongs to. Keeping the
+declaration next to the tools lets them register without importing upwards; the registry (which
+discovers the tool modules and serves every front end) reads :data:`REGISTERED`.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from acc_agent.errors import from_validation_error
+from acc_agent.models.common import ToolOutput
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What a front end needs to expose one tool."""
+
+    name: str
+    func: Callable[[Any], ToolOutput]
+    input_model: type[BaseModel]
+    output_model: type[ToolOutput]
+    description: str
+    positional: tuple[str, ...] = ()
+    text_renderer: Callable[[Any], str] | None = None
+    compact: Callable[[Any], dict[str, Any]] | None = None
+    cli_name: str = field(default="")
+    title: str = ""
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
+
+    def annotations(self) -> dict[str, Any]:
+        """What the tool does to its surroundings, as MCP tool annotations (snake_case keys).
+
+        Declared once here so every front end says the same thing; a hint the tool did not
+        declare is left out (the client then assumes the cautious default). Destructive and
+        idempotent mean something only for a tool that writes, so a read-only tool leaves them out.
+        """
+        out: dict[str, Any] = {"title": self.title or self.name.replace("_", " ").capitalize()}
+        if self.read_only is not None:
+            out["read_only_hint"] = self.read_only
+        if not self.read_only:
+            if self.destructive is not None:
+                out["destructive_hint"] = self.destructive
+            if self.idempotent is not None:
+                out["idempotent_hint"] = self.idempotent
+        # A tool that declared what it touches and did not say it reaches outside the files and
+        # machine it is pointed at works in a closed world (MCP's default assumes the opposite).
+        if self.open_world is not None or self.read_only is not None:
+            out["open_world_hint"] = bool(self.open_world)
+        return out
+
+    def run(self, arguments: Mapping[str, Any] | BaseModel) -> ToolOutput:
+        """Validate ``arguments`` and call the tool; bad input becomes :class:`AccAgentError`."""
+        if isinstance(arguments, self.input_model):
+            params = arguments
+        else:
+            try:
+                params = self.input_model.model_validate(dict(arguments))  # type: ignore[arg-type]
+            except ValidationError as exc:
+                raise from_validation_error(exc, self.name, self.input_model) from None
+        return self.func(params)
+
+
+#: Every tool registered so far in this process, by name (filled as tool modules are imported).
+REGISTERED: dict[str, ToolSpec] = {}
+
+
+def tool(
+    *,
+    description: str,
+    positional: tuple[str, ...] = (),
+    text_renderer: Callable[[Any], str] | None = None,
+    compact: Callable[[Any], dict[str, Any]] | None = None,
+    name: str | None = None,
+    title: str = "",
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
+) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
+    """Register ``fn`` as a tool; input and output models come from its type hints.
+
+    ``description`` is what an agent reads to choose the tool: say when to call it and what it
+    returns, in a few sentences (the argument descriptions carry the details). ``title`` and the
+    hints say what the tool does to its surroundings: ``read_only`` (only reads files and the
+    machine), else ``destructive`` (may overwrite or delete what was there) and ``idempotent``
+    (the same call twice changes nothing more), and ``open_world`` (runs or reaches things
+    outside the files it is given, e.g. a user's command). Writing into acc-agent's own results
+    folder (complete results, a default CSV) does not count as writing; writing any path an
+    argument names does, even when that argument is optional.
+    """
+
+    def decorate(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        hints = typing.get_type_hints(fn)
+        params = [h for k, h in hints.items() if k != "return"]
+        if len(params) != 1 or "return" not in hints:
+            raise TypeError(f"tool {fn.__name__} must take one pydantic model and return one")
+        tool_name = name or fn.__name__
+        spec = ToolSpec(
+            name=tool_name,
+            func=fn,
+            input_model=params[0],
+            output_model=hints["return"],
+            description=description.strip(),
+            positional=positional,
+            text_renderer=text_renderer,
+            compact=compact,
+            cli_name=tool_name.replace("_", "-"),
+            title=title,
+            read_only=read_only,
+            destructive=destructive,
+            idempotent=idempotent,
+            open_world=open_world,
+        )
+        if tool_name in REGISTERED and REGISTERED[tool_name].func is not fn:
+            raise ValueError(f"tool {tool_name} registered twice")
+        REGISTERED[tool_name] = spec
+        return fn
+
+    return decorate
