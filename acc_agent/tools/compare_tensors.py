@@ -17,7 +17,7 @@ from acc_agent import frontend
 from acc_agent.errors import AccAgentError
 from acc_agent.models.common import Evidence, ToolInput
 from acc_agent.models.compare import CompareTensorsOutput, TensorCheck, ToleranceUsed
-from acc_agent.text_safety import terminal_lines
+from acc_agent.text_columns import Column, Table, labelled, render
 from acc_agent.tools.spec import tool
 
 _CONTAINERS = (".npz", ".safetensors")
@@ -151,20 +151,29 @@ def _check_one(name: str, g: tuple[Path, str | None], t: tuple[Path, str | None]
                                 note=used.note)
 
 
+def _cosine(check: TensorCheck) -> str:
+    return "-" if check.cosine is None else f"{check.cosine:.6f}"
+
+
+def _max_abs(check: TensorCheck) -> str:
+    return "-" if check.max_abs_err is None else f"{check.max_abs_err:.3e}"
+
+
+#: One line per compared output: its verdict, then name, cosine, max abs error and message.
+_OUTPUT_LINES = Table[TensorCheck]([
+    Column(lambda o: o.verdict, width=5),
+    Column(lambda o: f"{o.name}: cosine {_cosine(o)}, max abs err {_max_abs(o)}, {o.message}"),
+])
+
+
 def render_text(out: CompareTensorsOutput) -> str:
     t = out.tolerance
     lowest = "not computed" if out.lowest_within_ratio is None else f"{out.lowest_within_ratio:.2%}"
-    lines = [f"[{out.verdict}] {out.summary}",
-             f"tolerance: rtol={t.rtol:g} atol={t.atol:g} ({t.precision}) — {t.source}",
+    lines = [f"tolerance: rtol={t.rtol:g} atol={t.atol:g} ({t.precision}) — {t.source}",
              f"pass needs at least {out.min_within_ratio:.2%} of each output's elements within tolerance; "
              f"lowest measured: {lowest}"]
-    if t.note:
-        lines.append(f"note: {t.note}")
-    for o in out.outputs:
-        cos = "-" if o.cosine is None else f"{o.cosine:.6f}"
-        mae = "-" if o.max_abs_err is None else f"{o.max_abs_err:.3e}"
-        lines.append(f"  {o.verdict:5} {o.name}: cosine {cos}, max abs err {mae}, {o.message}")
-    return terminal_lines(lines)
+    lines += labelled("note", [t.note] if t.note else [], indent="")
+    return render(out, lines, _OUTPUT_LINES.lines(out.outputs))
 
 
 @tool(

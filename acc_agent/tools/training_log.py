@@ -13,7 +13,7 @@ from pydantic import Field
 
 from acc_agent.models.common import CsvStrs, Evidence, ToolInput
 from acc_agent.models.training import MetricPoint, ParseTrainingLogOutput, RunSummary, StepRange
-from acc_agent.text_safety import terminal_lines
+from acc_agent.text_columns import Column, Table, labelled, render
 from acc_agent.tools.spec import tool
 
 UNITS = {
@@ -62,16 +62,31 @@ def run_summary(run: object) -> RunSummary:
     )
 
 
+#: A series as (name, its points' finite values, how many points it has).
+_Series = tuple[str, list[float], int]
+
+#: One line per series with at least one finite value: name, point count, first/last/min/max.
+_SERIES_LINES = Table[_Series]([
+    Column(lambda s: s[0], width=28),
+    Column(lambda s: f"{s[2]:>7} pts  first {s[1][0]:.6g}  last {s[1][-1]:.6g}  min {min(s[1]):.6g}  max {max(s[1]):.6g}"),
+])
+
+#: One line per run when the file holds several: its lines, steps, device and name.
+_RUN_LINES = Table[RunSummary]([
+    Column(lambda r: f"run {r.index}: lines {r.line_range}, steps {r.steps.first}-{r.steps.last} ({r.step_unit}), "
+                     f"device {r.device or 'unknown'}"),
+    Column(lambda r: r.name or None),
+], separator=", ")
+
+
 def _render(out: ParseTrainingLogOutput) -> str:
-    lines = [f"[{out.verdict}] {out.summary}"]
+    series: list[_Series] = []
     for name, points in out.series.items():
-        vals = [p.value for p in points if p.value is not None]
-        if vals:
-            lines.append(f"  {name:<28} {len(points):>7} pts  first {vals[0]:.6g}  last {vals[-1]:.6g}  min {min(vals):.6g}  max {max(vals):.6g}")
-    for r in out.runs if len(out.runs) > 1 else []:
-        lines.append(f"  run {r.index}: lines {r.line_range}, steps {r.steps.first}-{r.steps.last} ({r.step_unit}), device {r.device or 'unknown'}" + (f", {r.name}" if r.name else ""))
-    lines.extend(f"  warning: {w}" for w in out.warnings)
-    return terminal_lines(lines)
+        values = [p.value for p in points if p.value is not None]
+        if values:
+            series.append((name, values, len(points)))
+    runs = out.runs if len(out.runs) > 1 else []
+    return render(out, _SERIES_LINES.lines(series), _RUN_LINES.lines(runs), labelled("warning", out.warnings))
 
 
 @tool(
