@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from acc_agent.app.workflow import run_workflow
-from acc_agent.models.project import load_project
+from acc_agent.io.project_file import load_project
 from acc_agent.render.checks import check_folder, check_markdown
 from acc_agent.render.deliverables import render_all
 

@@ -83,7 +83,7 @@ def test_report_check_fails_on_inconsistent_documents(tmp_path: Path, demo_en: P
 
 def test_init_writes_a_valid_project_file(tmp_path: Path) -> None:
     assert _cli("init", str(tmp_path), cwd=tmp_path).returncode == 0
-    from acc_agent.models.project import load_project
+    from acc_agent.io.project_file import load_project
 
     assert load_project(tmp_path / "mig.yaml").model.target_precision == "fp16"
     again = _cli("init", str(tmp_path), cwd=tmp_path)

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from acc_agent.errors import AccAgentError
-from acc_agent.models.project import Project, load_project, parse_project
+from acc_agent.io.project_file import load_project, parse_project
+from acc_agent.models.project import Project
 from acc_agent.registry import all_tools
 
 DEMO = Path(__file__).resolve().parents[1] / "samples" / "demo_project"

@@ -10,7 +10,7 @@ import pytest
 
 from acc_agent import frontend
 from acc_agent.errors import AccAgentError
-from acc_agent.models.project import load_project, parse_project
+from acc_agent.io.project_file import load_project, parse_project
 from acc_agent.registry import call_tool
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "mig.yaml"

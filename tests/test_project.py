@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from acc_agent.errors import AccAgentError
-from acc_agent.models.project import load_project, parse_project
+from acc_agent.io.project_file import load_project, parse_project
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "samples" / "demo_project" / "mig.yaml"

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("torch")
 
 from acc_agent.app.workflow import run_workflow  # noqa: E402
-from acc_agent.models.project import load_project  # noqa: E402
+from acc_agent.io.project_file import load_project  # noqa: E402
 from acc_agent.registry import call_tool  # noqa: E402
 from acc_agent.render.deliverables import render_text  # noqa: E402
 from acc_agent.render.env import fmt_num  # noqa: E402

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from acc_agent.app.workflow import WorkflowResult, run_workflow
-from acc_agent.models.project import load_project
+from acc_agent.io.project_file import load_project
 from acc_agent.render.checks import check_folder, check_integrity, recompute
 from acc_agent.render.deliverables import DOCUMENTS, read_meta, render_all
 from acc_agent.render.env import md_escape

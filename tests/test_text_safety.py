@@ -11,7 +11,7 @@ import pytest
 
 from acc_agent.app.workflow import run_workflow
 from acc_agent.cli import main
-from acc_agent.models.project import load_project
+from acc_agent.io.project_file import load_project
 from acc_agent.render.checks import CODE_SPAN_RE, check_markdown
 from acc_agent.render.deliverables import render_text
 from acc_agent.text_safety import markdown_cell, spreadsheet_cell, terminal_lines, terminal_text

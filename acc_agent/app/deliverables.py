@@ -109,7 +109,7 @@ def _calls(project: Any) -> dict[str, str]:
 def render_deliverables(params: RenderDeliverablesInput) -> RenderDeliverablesOutput:
     from acc_agent.app.workflow import run_workflow
     from acc_agent.errors import AccAgentError
-    from acc_agent.models.project import load_project
+    from acc_agent.io.project_file import load_project
     from acc_agent.render.checks import check_folder, user_strings
     from acc_agent.render.deliverables import render_all
 

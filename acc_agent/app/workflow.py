@@ -291,6 +291,6 @@ def run_workflow(project: Project, progress: Callable[[str], None] | None = None
 
 
 def load_and_run(config: Path) -> WorkflowResult:
-    from acc_agent.models.project import load_project
+    from acc_agent.io.project_file import load_project
 
     return run_workflow(load_project(config))

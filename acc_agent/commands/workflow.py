@@ -67,7 +67,7 @@ def _print_check(folder: Path, config: Path | None, recompute: bool) -> int:
     strings = None
     path = _find_config(folder, config)
     if path is not None:  # with the project file, also verify its strings were printed escaped
-        from acc_agent.models.project import load_project
+        from acc_agent.io.project_file import load_project
 
         try:
             strings = user_strings(load_project(path).model_dump(mode="json"))

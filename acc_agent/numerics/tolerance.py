@@ -13,17 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from acc_agent.models.tolerance import TABLE
+
 SOURCE = "reference tolerances by target precision"
 
 PRECISIONS = ("fp16", "bf16", "fp32")
 DEFAULT_PRECISION = "fp16"
 
-#: precision -> (rtol, atol, the range the guide states)
-TABLE: dict[str, tuple[float, float, str]] = {
-    "fp16": (1e-2, 1e-3, "FP16: rtol 1e-3…1e-2, atol ≈1e-3"),
-    "bf16": (1e-2, 1e-2, "BF16: rtol 1e-3…1e-2, atol ≈1e-2"),
-    "fp32": (1e-4, 1e-5, "FP32: rtol 1e-5…1e-4, atol 1e-6…1e-5"),
-}
 
 _ALIASES = {
     "float16": "fp16", "half": "fp16", "fp16": "fp16",

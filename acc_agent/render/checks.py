@@ -235,7 +235,7 @@ def recompute(folder: Path, config: Path) -> list[Problem]:
     artefacts — a hand edit, or inputs changed since the documents were written.
     """
     from acc_agent.app.workflow import run_workflow
-    from acc_agent.models.project import load_project
+    from acc_agent.io.project_file import load_project
     from acc_agent.render.deliverables import DOCUMENTS, finish, read_meta, render_text
     from acc_agent.render.files import FOOTER_RE, LIVE_RE
 

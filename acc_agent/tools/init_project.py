@@ -136,7 +136,7 @@ def _values(params: InitProjectInput, folder: Path) -> dict[tuple[str, ...], Any
 
 def write_project_file(params: InitProjectInput) -> tuple[Path, list[str], list[str]]:
     """Write mig.yaml from the template; returns its path, the keys set and the artefacts still empty."""
-    from acc_agent.models.project import parse_project
+    from acc_agent.io.project_file import parse_project
     from acc_agent.resources import templates_dir
 
     folder = Path(params.folder).expanduser()
