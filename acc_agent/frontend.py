@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Literal
@@ -86,17 +86,30 @@ def option(name: str, value: Any = None, *, frontend: Frontend | None = None) ->
     return f"{_flag(name)} {_cli_value(value)}"
 
 
+#: How to find a tool's CLI command name and positional arguments; the registry installs its
+#: catalogue here when it is imported (this module sits below it and must not import it).
+_command_lookup: Callable[[str], tuple[str, tuple[str, ...]] | None] | None = None
+
+
+def use_command_lookup(lookup: Callable[[str], tuple[str, tuple[str, ...]] | None]) -> None:
+    """Phrase CLI calls with the command names and positional arguments ``lookup`` gives.
+
+    Why a hook instead of an import: tools, numerics and io phrase their hints through this module,
+    and the registry that knows the commands sits above all of them.
+    """
+    global _command_lookup
+    _command_lookup = lookup
+
+
 def _positional(tool: str) -> tuple[str, tuple[str, ...]]:
     """The CLI command name and positional arguments of a registered tool (plain kebab-case otherwise)."""
-    try:
-        from acc_agent.registry import all_tools
-
-        spec = all_tools().get(tool)
-    except Exception:  # noqa: BLE001 - phrasing a hint must never fail the tool that builds it
-        spec = None
-    if spec is None:
-        return tool.replace("_", "-"), ()
-    return spec.cli_name, spec.positional
+    found = None
+    if _command_lookup is not None:
+        try:
+            found = _command_lookup(tool)
+        except Exception:  # noqa: BLE001 - phrasing a hint must never fail the tool that builds it
+            found = None
+    return found if found is not None else (tool.replace("_", "-"), ())
 
 
 def invoke(tool: str, /, *, frontend: Frontend | None = None, **arguments: Any) -> str:

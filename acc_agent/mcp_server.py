@@ -32,10 +32,11 @@ from mcp_types import CallToolResult, ResourceLink, TextContent, ToolAnnotations
 from mcp_types import Tool as MCPTool
 
 from acc_agent import __version__, frontend, progress
+from acc_agent.agent_arguments import prepare_arguments
+from acc_agent.agent_schema import lean_description, lean_input_schema
 from acc_agent.digest import answer, output_schema
 from acc_agent.errors import AccAgentError
 from acc_agent.registry import ToolSpec, all_tools
-from acc_agent.schemas import lean_description, lean_input_schema, prepare_arguments
 
 log = logging.getLogger("acc_agent.mcp")
 
@@ -196,10 +197,10 @@ def _add_skill_resources(server: MCPServer) -> int:
     import yaml
     from mcp.server.mcpserver.resources import FileResource
 
-    from acc_agent.commands.agents import skills_source
+    from acc_agent.resources import skills_dir
 
     try:
-        root = skills_source()
+        root = skills_dir()
     except AccAgentError as err:
         log.warning("no skill resources: %s", err.message)
         return 0

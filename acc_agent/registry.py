@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
 from acc_agent.errors import AccAgentError
 from acc_agent.models.common import ToolOutput
-from acc_agent.tools.spec import REGISTERED, ToolSpec, tool
+from acc_agent.tools.spec import REGISTERED, ToolSpec, import_tool_modules, tool
 
 __all__ = ["ToolSpec", "all_tools", "call_tool", "get_tool", "load_tool", "tool"]
 
@@ -32,10 +31,7 @@ def _discover() -> None:
     if _DISCOVERED:
         return
     for package_name in TOOL_PACKAGES:
-        package = importlib.import_module(package_name)
-        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-            if not info.name.startswith("_"):
-                importlib.import_module(f"{package_name}.{info.name}")
+        import_tool_modules(package_name)
     _DISCOVERED = True
 
 

@@ -13,8 +13,9 @@ import jsonschema
 import pytest
 from fixtures.agents.loader import load_fake_tool  # tests/ is on sys.path under pytest
 
+from acc_agent.agent_arguments import prepare_arguments
 from acc_agent.registry import ToolSpec, all_tools
-from acc_agent.schemas import TOOL_NAME_RE, prepare_arguments, tool_definitions
+from acc_agent.schemas import TOOL_NAME_RE, tool_definitions
 
 fake = load_fake_tool()
 

@@ -95,7 +95,7 @@ def register(app: typer.Typer) -> None:
         "nullable - send null for 'not given'); openai-responses: the same, in the Responses API's flat "
         "form. anthropic: Messages API tools (input_schema, strict). "
         "mcp: exactly what `acc-agent mcp` lists. Maps travel as JSON strings in the strict forms; "
-        "acc_agent.schemas.call_for_agent(name, arguments) decodes them and runs the tool.",
+        "acc_agent.agent_arguments.call_for_agent(name, arguments) decodes them and runs the tool.",
         short_help="Print tool definitions for OpenAI, Anthropic or MCP.",
     )
     def schema_command(

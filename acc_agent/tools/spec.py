@@ -8,6 +8,8 @@ discovers the tool modules and serves every front end) reads :data:`REGISTERED`.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -15,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from acc_agent import frontend
 from acc_agent.errors import from_validation_error
 from acc_agent.models.common import ToolOutput
 
@@ -128,3 +131,26 @@ def tool(
         return fn
 
     return decorate
+
+
+def import_tool_modules(package_name: str) -> None:
+    """Import every public module of ``package_name`` so that its tools register themselves."""
+    package = importlib.import_module(package_name)
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{package_name}.{info.name}")
+
+
+def command_of(name: str) -> tuple[str, tuple[str, ...]] | None:
+    """A skill tool's CLI command and positional arguments, for the hints :mod:`acc_agent.frontend` phrases.
+
+    A hint may name a tool whose module was not imported yet (a CLI run imports only its own),
+    so the skill tools are all imported the first time an unknown name is asked for.
+    """
+    if name not in REGISTERED:
+        import_tool_modules("acc_agent.tools")
+    spec = REGISTERED.get(name)
+    return None if spec is None else (spec.cli_name, spec.positional)
+
+
+frontend.use_command_lookup(command_of)
