@@ -16,13 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from acc_agent.atomic import atomic_write_text
 from acc_agent.models.common import ToolOutput
+from acc_agent.results_folder import results_dir
 from acc_agent.tools.spec import ToolSpec
 
 #: Byte budget of a compact result as JSON; lists shrink until the result fits.
@@ -32,8 +32,6 @@ DEFAULT_MAX_ITEMS = 20
 #: Longest string kept whole.
 MAX_STRING_CHARS = 4_000
 #: Where full results go: this variable's folder; by default ``acc-agent-results`` beside the project's mig.yaml.
-RESULTS_DIR_ENV = "ACC_AGENT_RESULTS_DIR"
-RESULTS_DIR_NAME = "acc-agent-results"
 
 # Words that mark an entry as bad, most severe group first. Entries are ranked by the first group
 # found in a status-like field, so "worst rows" works for any tool that labels its rows.
@@ -45,24 +43,6 @@ _SEVERITY = (
     ("unknown", "skipped", "skip", "na"),
 )
 _STATUS_KEYS = ("status", "verdict", "result", "state", "level")
-
-
-def results_dir() -> Path:
-    """Folder for full results; created on demand.
-
-    ``ACC_AGENT_RESULTS_DIR`` when set; else ``acc-agent-results`` beside the project's mig.yaml (the
-    current folder or the nearest parent holding one), else in the current folder. Never the system
-    temp folder, where results of different projects pile up and are lost, and never beside the inputs.
-    """
-    root = os.environ.get(RESULTS_DIR_ENV)
-    if root:
-        path = Path(root)
-    else:
-        here = Path.cwd()
-        project = next((d for d in (here, *here.parents) if (d / "mig.yaml").is_file()), here)
-        path = project / RESULTS_DIR_NAME
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _severity(item: Any) -> int:

@@ -575,7 +575,7 @@ def test_a_callable_without_an_argument_is_bad_input(tmp_path: Path, monkeypatch
 
 
 def test_results_go_beside_mig_yaml_never_to_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from acc_agent.compact import results_dir
+    from acc_agent.results_folder import results_dir
     from acc_agent.tools.short_run import default_record_file
 
     project = tmp_path / "proj"
@@ -606,7 +606,7 @@ def test_demo_keeps_its_project_beside_the_documents(tmp_path: Path) -> None:
 def test_plots_are_written_atomically(tmp_path: Path) -> None:
     """A PNG beside the documents is renamed into place like them: no temp file left, nothing half written."""
     pytest.importorskip("matplotlib")
-    from acc_agent.render.files import save_figure
+    from acc_agent.io.figures import save_figure
     from acc_agent.render.plots import _pyplot
 
     plt = _pyplot()

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from acc_agent.render.files import save_figure
+from acc_agent.io.figures import save_figure
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,6 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 KEEP_RE = re.compile(r"(<!-- acc-agent:keep (?P<id>[A-Za-z0-9_.-]+) -->\r?\n)(?P<body>.*?)(\r?\n<!-- acc-agent:end (?P=id) -->)",
                      re.DOTALL)
@@ -172,24 +171,6 @@ def atomic_write(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def save_figure(fig: Any, path: Path, dpi: int = 110) -> None:
-    """A matplotlib figure written like the documents: into a temp file beside ``path``, then renamed over it,
-    so a reader (or an interrupted run) never meets half a PNG."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fig.savefig(fh, dpi=dpi, format=path.suffix.lstrip(".") or "png")
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from acc_agent.app.workflow import WorkflowResult
-from acc_agent.render.files import save_figure
+from acc_agent.io.figures import save_figure
 
 
 def _pyplot() -> Any:

@@ -12,53 +12,18 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
-
 from acc_agent.errors import AccAgentError
-from acc_agent.models.common import Evidence, ToolInput
-from acc_agent.models.compare import CompareDumpsOutput, DumpRow
+from acc_agent.models.common import Evidence
+from acc_agent.models.compare import DEFAULT_TOP, CompareDumpsInput, CompareDumpsOutput, DumpRow
 from acc_agent.text_safety import terminal_lines, terminal_text
 from acc_agent.tools.spec import tool
 
 if TYPE_CHECKING:
     from acc_agent.tools._background_csv import BackgroundCsv
 
-#: Rows inline by default: keeps a 2,000-row result under 20 KB of JSON for an agent; the CSV has all.
-DEFAULT_TOP = 12
 #: Unmatched names listed inline by default (totals are always given).
 UNMATCHED_INLINE = 40
 _STATUS_RANK = {"error": 0, "warning": 1, "unmatched": 2, "skipped": 3, "pass": 4}
-
-
-class CompareDumpsInput(ToolInput):
-    golden: str = Field(description="Golden (trusted GPU/CPU) dump: msprobe dump.json, its rank folder, a "
-                                    "step*/rank* dump root, a folder of .npy files, or one .npz/.safetensors file.")
-    target: str = Field(description="Target (migrated NPU) dump, same forms as GOLDEN.")
-    bench: str | None = Field(default=None, description="Optional bench dump: the baseline hardware run at the "
-                                                        "target's precision, compared against golden too.")
-    mapping: str | None = Field(default=None, description="YAML file mapping renamed target tensor names to "
-                                                          "golden names ('target: golden'; a key ending in '.' "
-                                                          "maps a name prefix).")
-    csv: str | None = Field(default=None, description="Write the full table here, with msprobe's column names.")
-    precision: Literal["fp16", "bf16", "fp32"] | None = Field(
-        default=None, description="Target precision every tensor is judged at. Default: each tensor's recorded "
-                                  "dtype decides — the diagnosis judges it by the rounding of its dtype (dump.json's, "
-                                  "else the stored array's), and the rtol/atol share uses BF16 for a bf16 tensor and "
-                                  "FP16 otherwise (float32 storage does not show an FP32 run). Pass fp32 for an FP32 "
-                                  "run, fp16 or bf16 to judge every tensor at that precision.")
-    top: int = Field(default=DEFAULT_TOP, ge=1, description="Rows kept inline (the worst first); the CSV has all.")
-    all_rows: bool = Field(default=False, description="Return every row (and every unmatched name) inline instead "
-                                                      "of the worst --top.")
-    pair_by_order: bool = Field(default=False, description="Also pair every leftover tensor by execution order and "
-                                                           "shape. Without it this happens automatically where most "
-                                                           "names do not pair (renamed or fused layers), and the "
-                                                           "diagnosis says so.")
-    workers: int | None = Field(default=None, ge=1, le=4096, description="Worker processes (default: one per core for "
-                                                                "several ranks or a large dump, else 1).")
-    scheduler: str | None = Field(default=None, description="Run the ranks as Dask tasks: a scheduler address "
-                                                            "(tcp://host:8786) whose workers can read the dump "
-                                                            "paths, or 'local' for a cluster on this machine. "
-                                                            "Needs pip install 'acc-agent[distributed]'.")
 
 
 def _sort_key(r: DumpRow) -> tuple[int, float, float, str, int]:
@@ -327,7 +292,7 @@ def _csv_path(params: CompareDumpsInput) -> Path:
     """Where the full table goes: ``--csv``, else a file per golden/target pair in the results folder."""
     if params.csv:
         return Path(params.csv)
-    from acc_agent.compact import results_dir
+    from acc_agent.results_folder import results_dir
 
     tag = hashlib.sha256(f"{params.golden}|{params.target}".encode()).hexdigest()[:12]
     return results_dir() / f"compare_dumps-{tag}.csv"

@@ -141,15 +141,24 @@ def import_tool_modules(package_name: str) -> None:
             importlib.import_module(f"{package_name}.{info.name}")
 
 
+def skill_tool(name: str) -> ToolSpec | None:
+    """The skill tool ``name`` (a module of ``acc_agent.tools``), importing the skill modules if needed.
+
+    Why here and not the registry: the application layer runs skills by name, and it sits below the
+    registry (which also lists the application's own tools for the front ends).
+    """
+    if name not in REGISTERED:
+        import_tool_modules("acc_agent.tools")
+    return REGISTERED.get(name)
+
+
 def command_of(name: str) -> tuple[str, tuple[str, ...]] | None:
     """A skill tool's CLI command and positional arguments, for the hints :mod:`acc_agent.frontend` phrases.
 
     A hint may name a tool whose module was not imported yet (a CLI run imports only its own),
     so the skill tools are all imported the first time an unknown name is asked for.
     """
-    if name not in REGISTERED:
-        import_tool_modules("acc_agent.tools")
-    spec = REGISTERED.get(name)
+    spec = skill_tool(name)
     return None if spec is None else (spec.cli_name, spec.positional)
 
 
