@@ -93,7 +93,7 @@ def tool_entry(spec: ToolSpec) -> dict[str, Any]:
         if cli_type is bool and fname not in spec.positional:
             item["default"] = False if required else bool(finfo.get_default(call_default_factory=True))
         out.append(item)
-    return {"name": spec.name, "cli_name": spec.cli_name, "module": spec.func.__module__,
+    return {"name": spec.name, "cli_name": spec.cli_name, "module": spec.module,
             "description": spec.description, "fields": out}
 
 

@@ -7,7 +7,11 @@ Keeping one exception type means every front end reports the same code, message 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pydantic is not imported at CLI start-up (see cli_manifest)
+    from pydantic import BaseModel, ValidationError
+    from pydantic_core import ErrorDetails
 
 
 class AccAgentError(Exception):
@@ -22,13 +26,13 @@ class AccAgentError(Exception):
         self.path = path
         self.field = field  # the input argument at fault, when there is one
 
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+    def __reduce__(self) -> tuple[type[AccAgentError], tuple[str, str, str, str | None, str | None]]:
         # Why: a worker process or Dask task raising this must arrive whole in the process that
         # reports it; the default pickling passes only ``args`` (the message) back to __init__.
         return (self.__class__, (self.code, self.message, self.hint, self.path, self.field))
 
-    def to_dict(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"code": self.code, "message": self.message, "hint": self.hint}
+    def to_dict(self) -> dict[str, dict[str, str]]:
+        body: dict[str, str] = {"code": self.code, "message": self.message, "hint": self.hint}
         if self.path is not None:
             body["path"] = self.path
         if self.field is not None:
@@ -48,7 +52,7 @@ def _first_sentence(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _fix(err: dict[str, Any], tool_name: str, input_model: Any) -> str:
+def _fix(err: ErrorDetails, tool_name: str, input_model: type[BaseModel] | None) -> str:
     """What to change for one validation error, naming the argument the way the reader passes it."""
     from acc_agent import frontend
 
@@ -57,7 +61,7 @@ def _fix(err: dict[str, Any], tool_name: str, input_model: Any) -> str:
         return ""
     field = loc[0]
     arg = frontend.argument(tool_name, field)
-    fields = getattr(input_model, "model_fields", {}) if input_model is not None else {}
+    fields = input_model.model_fields if input_model is not None else {}
     kind = err.get("type", "")
     if kind == "extra_forbidden":
         accepted = ", ".join(frontend.argument(tool_name, f).strip("`") for f in fields)
@@ -71,7 +75,8 @@ def _fix(err: dict[str, Any], tool_name: str, input_model: Any) -> str:
     return f"Correct {shown}: {err.get('msg', 'invalid value')}" + (f". It is: {about}" if about else ".")
 
 
-def from_validation_error(exc: Any, tool_name: str, input_model: Any = None) -> AccAgentError:
+def from_validation_error(exc: ValidationError, tool_name: str,
+                          input_model: type[BaseModel] | None = None) -> AccAgentError:
     """Turn a pydantic ValidationError into one structured error that names the field and the fix.
 
     The hint says per field what to do (pass it, remove it, correct its value) in the words of

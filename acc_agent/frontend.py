@@ -17,7 +17,7 @@ import shlex
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Literal
+from typing import Literal
 
 Frontend = Literal["cli", "mcp"]
 
@@ -39,11 +39,11 @@ def use(frontend: Frontend) -> Iterator[None]:
         _FRONTEND.reset(token)
 
 
-def _is_placeholder(value: Any) -> bool:
+def _is_placeholder(value: object) -> bool:
     return isinstance(value, str) and value.startswith("<") and value.endswith(">")
 
 
-def _json_value(value: Any) -> str:
+def _json_value(value: object) -> str:
     """An argument value as an MCP caller writes it (JSON), placeholders like ``<dump>`` left bare."""
     if _is_placeholder(value):
         return str(value)
@@ -52,7 +52,7 @@ def _json_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _cli_value(value: Any) -> str:
+def _cli_value(value: object) -> str:
     """An option value as a shell user types it: lists comma-joined, maps as JSON, all quoted."""
     if _is_placeholder(value):
         return str(value)
@@ -69,7 +69,7 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def option(name: str, value: Any = None, *, frontend: Frontend | None = None) -> str:
+def option(name: str, value: object = None, *, frontend: Frontend | None = None) -> str:
     """One argument of a tool as the reader passes it.
 
     ``option("mapping")`` is ``--mapping`` on the CLI and ```mapping``` over MCP;
@@ -112,7 +112,7 @@ def _positional(tool: str) -> tuple[str, tuple[str, ...]]:
     return found if found is not None else (tool.replace("_", "-"), ())
 
 
-def invoke(tool: str, /, *, frontend: Frontend | None = None, **arguments: Any) -> str:
+def invoke(tool: str, /, *, frontend: Frontend | None = None, **arguments: object) -> str:
     """A call of ``tool`` with ``arguments`` as the reader makes it.
 
     CLI: ``acc-agent compare-tensors a.npy b.npy --precision fp32`` (the registry's positional

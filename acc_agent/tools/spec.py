@@ -8,12 +8,13 @@ discovers the tool modules and serves every front end) reads :data:`REGISTERED`.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -21,19 +22,57 @@ from acc_agent import frontend
 from acc_agent.errors import from_validation_error
 from acc_agent.models.common import ToolOutput
 
+InputT = TypeVar("InputT", bound=BaseModel)
+OutputT = TypeVar("OutputT", bound=ToolOutput)
+RenderedT = TypeVar("RenderedT", bound=ToolOutput)
+CompactedT = TypeVar("CompactedT", bound=ToolOutput)
+ArgT = TypeVar("ArgT")
+ResultT = TypeVar("ResultT")
+
+
+def _checked(fn: Callable[[ArgT], ResultT], accepts: type[ArgT]) -> Callable[[object], ResultT]:
+    """``fn`` callable with any object, refusing one that is not an ``accepts``.
+
+    Why: the registry holds tools of many input and output models side by side, so it can only say
+    "some model" for each; this check is what makes that true at run time, with a clear error.
+    """
+
+    @functools.wraps(fn)
+    def call(value: object) -> ResultT:
+        if not isinstance(value, accepts):
+            raise TypeError(f"{fn.__name__} takes a {accepts.__name__}, not a {type(value).__name__}")
+        return fn(value)
+
+    return call
+
+
+class ToolHints(TypedDict, total=False):
+    """MCP tool annotations, snake_case: the title, and the hints a tool declared."""
+
+    title: str
+    read_only_hint: bool
+    destructive_hint: bool
+    idempotent_hint: bool
+    open_world_hint: bool
+
 
 @dataclass(frozen=True)
 class ToolSpec:
     """What a front end needs to expose one tool."""
 
     name: str
-    func: Callable[[Any], ToolOutput]
+    #: The tool, taking an instance of ``input_model`` (:meth:`run` validates into it first); its
+    #: parameter type is known only at run time, so a call with another model raises TypeError.
+    func: Callable[[BaseModel], ToolOutput]
     input_model: type[BaseModel]
     output_model: type[ToolOutput]
     description: str
     positional: tuple[str, ...] = ()
-    text_renderer: Callable[[Any], str] | None = None
-    compact: Callable[[Any], dict[str, Any]] | None = None
+    #: Take an instance of ``output_model`` (likewise checked when called).
+    text_renderer: Callable[[ToolOutput], str] | None = None
+    compact: Callable[[ToolOutput], Mapping[str, object]] | None = None
+    #: The module that registers the tool (the CLI manifest imports only that one).
+    module: str = ""
     cli_name: str = field(default="")
     title: str = ""
     read_only: bool | None = None
@@ -41,14 +80,14 @@ class ToolSpec:
     idempotent: bool | None = None
     open_world: bool | None = None
 
-    def annotations(self) -> dict[str, Any]:
+    def annotations(self) -> ToolHints:
         """What the tool does to its surroundings, as MCP tool annotations (snake_case keys).
 
         Declared once here so every front end says the same thing; a hint the tool did not
         declare is left out (the client then assumes the cautious default). Destructive and
         idempotent mean something only for a tool that writes, so a read-only tool leaves them out.
         """
-        out: dict[str, Any] = {"title": self.title or self.name.replace("_", " ").capitalize()}
+        out: ToolHints = {"title": self.title or self.name.replace("_", " ").capitalize()}
         if self.read_only is not None:
             out["read_only_hint"] = self.read_only
         if not self.read_only:
@@ -62,7 +101,7 @@ class ToolSpec:
             out["open_world_hint"] = bool(self.open_world)
         return out
 
-    def run(self, arguments: Mapping[str, Any] | BaseModel) -> ToolOutput:
+    def run(self, arguments: Mapping[str, object] | BaseModel) -> ToolOutput:
         """Validate ``arguments`` and call the tool; bad input becomes :class:`AccAgentError`."""
         if isinstance(arguments, self.input_model):
             params = arguments
@@ -82,15 +121,15 @@ def tool(
     *,
     description: str,
     positional: tuple[str, ...] = (),
-    text_renderer: Callable[[Any], str] | None = None,
-    compact: Callable[[Any], dict[str, Any]] | None = None,
+    text_renderer: Callable[[RenderedT], str] | None = None,
+    compact: Callable[[CompactedT], Mapping[str, object]] | None = None,
     name: str | None = None,
     title: str = "",
     read_only: bool | None = None,
     destructive: bool | None = None,
     idempotent: bool | None = None,
     open_world: bool | None = None,
-) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
+) -> Callable[[Callable[[InputT], OutputT]], Callable[[InputT], OutputT]]:
     """Register ``fn`` as a tool; input and output models come from its type hints.
 
     ``description`` is what an agent reads to choose the tool: say when to call it and what it
@@ -103,7 +142,7 @@ def tool(
     argument names does, even when that argument is optional.
     """
 
-    def decorate(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def decorate(fn: Callable[[InputT], OutputT]) -> Callable[[InputT], OutputT]:
         hints = typing.get_type_hints(fn)
         params = [h for k, h in hints.items() if k != "return"]
         if len(params) != 1 or "return" not in hints:
@@ -111,13 +150,14 @@ def tool(
         tool_name = name or fn.__name__
         spec = ToolSpec(
             name=tool_name,
-            func=fn,
+            func=_checked(fn, params[0]),
             input_model=params[0],
             output_model=hints["return"],
             description=description.strip(),
             positional=positional,
-            text_renderer=text_renderer,
-            compact=compact,
+            text_renderer=None if text_renderer is None else _checked(text_renderer, hints["return"]),
+            compact=None if compact is None else _checked(compact, hints["return"]),
+            module=fn.__module__,
             cli_name=tool_name.replace("_", "-"),
             title=title,
             read_only=read_only,
@@ -125,7 +165,7 @@ def tool(
             idempotent=idempotent,
             open_world=open_world,
         )
-        if tool_name in REGISTERED and REGISTERED[tool_name].func is not fn:
+        if tool_name in REGISTERED and getattr(REGISTERED[tool_name].func, "__wrapped__", None) is not fn:
             raise ValueError(f"tool {tool_name} registered twice")
         REGISTERED[tool_name] = spec
         return fn
