@@ -18,9 +18,9 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
 
 from acc_agent.atomic import atomic_write_text
+from acc_agent.json_types import JsonObject, JsonValue
 from acc_agent.models.common import ToolOutput
 from acc_agent.results_folder import results_dir
 from acc_agent.tools.spec import ToolSpec
@@ -45,7 +45,7 @@ _SEVERITY = (
 _STATUS_KEYS = ("status", "verdict", "result", "state", "level")
 
 
-def _severity(item: Any) -> int:
+def severity(item: JsonValue) -> int:
     """Rank of an entry: 0 is worst; entries without a status word rank after every bad one."""
     if not isinstance(item, dict):
         return len(_SEVERITY)
@@ -61,19 +61,19 @@ def _severity(item: Any) -> int:
     return len(_SEVERITY)
 
 
-def _has_status(items: list[Any]) -> bool:
+def _has_status(items: list[JsonValue]) -> bool:
     return any(isinstance(i, dict) and any(isinstance(i.get(k), str) for k in _STATUS_KEYS) for i in items)
 
 
-def _shrink_list(items: list[Any], keep: int) -> tuple[list[Any], str]:
+def _shrink_list(items: list[JsonValue], keep: int) -> tuple[list[JsonValue], str]:
     """Keep ``keep`` entries: the worst first when entries carry a status, else an even sample.
 
     An even sample (first and last included) keeps the shape of a series such as a loss curve,
     where "worst" has no meaning.
     """
     if _has_status(items):
-        order = sorted(range(len(items)), key=lambda i: (_severity(items[i]), i))
-        chosen = sorted(order[:keep], key=lambda i: (_severity(items[i]), i))
+        order = sorted(range(len(items)), key=lambda i: (severity(items[i]), i))
+        chosen = sorted(order[:keep], key=lambda i: (severity(items[i]), i))
         return [items[i] for i in chosen], "worst first (by status), then in original order"
     if keep <= 1:
         return items[:keep], "first entry"
@@ -82,7 +82,7 @@ def _shrink_list(items: list[Any], keep: int) -> tuple[list[Any], str]:
     return [items[i] for i in picked], "evenly spaced sample, first and last included"
 
 
-def _shrink(value: Any, path: str, keep: int, notes: dict[str, Any]) -> Any:
+def _shrink(value: JsonValue, path: str, keep: int, notes: JsonObject) -> JsonValue:
     """Walk a JSON value, shortening long lists and strings; record what was cut under ``path``."""
     if isinstance(value, dict):
         return {k: _shrink(v, f"{path}.{k}" if path else str(k), keep, notes) for k, v in value.items()}
@@ -100,11 +100,16 @@ def _shrink(value: Any, path: str, keep: int, notes: dict[str, Any]) -> Any:
     return value
 
 
-def _size(obj: Any) -> int:
+def _shrink_object(value: JsonObject, keep: int, notes: JsonObject) -> JsonObject:
+    """:func:`_shrink` of a whole result (an object at the top)."""
+    return {k: _shrink(v, str(k), keep, notes) for k, v in value.items()}
+
+
+def _size(obj: JsonValue) -> int:
     return len(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
-def write_full_result(tool_name: str, full: dict[str, Any], directory: Path | None = None) -> Path:
+def write_full_result(tool_name: str, full: JsonObject, directory: Path | None = None) -> Path:
     """Write the complete result where an agent can read it later.
 
     The name is the content's hash, so an agent repeating a call does not fill the disk with copies;
@@ -130,17 +135,17 @@ def compact_result(
     budget_bytes: int = DEFAULT_BUDGET_BYTES,
     max_items: int = DEFAULT_MAX_ITEMS,
     directory: Path | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The result as an agent should see it: compact by default, complete when ``full``.
 
     The compact form has the output model's fields (shorter lists) plus a ``compact`` object
     naming what was cut and the file holding the complete result. Nothing is written when
     nothing had to be cut.
     """
-    complete: dict[str, Any] = result.model_dump(mode="json")
+    complete: JsonObject = result.model_dump(mode="json")
     if full:
         return complete
-    notes: dict[str, Any] = {}
+    notes: JsonObject = {}
     if spec.compact is not None:
         shrunk = dict(spec.compact(result))
         shrunk.setdefault("verdict", complete.get("verdict"))
@@ -148,16 +153,16 @@ def compact_result(
         notes["(tool)"] = {"how": f"{spec.name}'s own compact form"}
         # The tool's own form may still carry long lists: bound it like any other result.
         keep = max_items
-        candidate = _shrink(shrunk, "", keep, notes)
+        candidate = _shrink_object(shrunk, keep, notes)
     else:
         keep = max_items
-        candidate = _shrink(complete, "", keep, notes)
+        candidate = _shrink_object(complete, keep, notes)
         size = _size(candidate)
         while size > budget_bytes and keep > 1:
             # Halve the lists until the result fits; stop when halving no longer helps (the bulk
             # is elsewhere), so lists are not cut to nothing for no gain.
-            smaller_notes: dict[str, Any] = {}
-            smaller = _shrink(complete, "", max(1, math.floor(keep / 2)), smaller_notes)
+            smaller_notes: JsonObject = {}
+            smaller = _shrink_object(complete, max(1, math.floor(keep / 2)), smaller_notes)
             smaller_size = _size(smaller)
             if smaller_size > 0.9 * size:
                 break
@@ -174,7 +179,7 @@ def compact_result(
     return candidate
 
 
-COMPACT_SCHEMA: dict[str, Any] = {
+COMPACT_SCHEMA: JsonObject = {
     "type": "object",
     "description": "Present only when the result was shortened: what was cut and where the complete result is.",
     "properties": {
@@ -189,7 +194,7 @@ COMPACT_SCHEMA: dict[str, Any] = {
 }
 
 
-def compact_output_schema(spec: ToolSpec) -> dict[str, Any]:
+def compact_output_schema(spec: ToolSpec) -> JsonObject:
     """The output schema an agent front end publishes: the model's, able to carry a compact result.
 
     Only ``verdict`` and ``summary`` stay required (a tool's own compact form may omit the rest)

@@ -26,11 +26,13 @@ from __future__ import annotations
 import json
 import math
 import mimetypes
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeGuard
 
-from acc_agent.compact import _severity, write_full_result
+from acc_agent.compact import severity, write_full_result
+from acc_agent.json_types import JsonObject, JsonValue
 from acc_agent.models.common import ToolOutput
 from acc_agent.tools.spec import ToolSpec
 
@@ -94,18 +96,18 @@ class AgentAnswer:
     """What an agent front end sends back for one call."""
 
     text: str
-    structured: dict[str, Any]
+    structured: JsonObject
     files: list[ResultFile] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- digest
 
 
-def _empty(value: Any) -> bool:
+def _empty(value: JsonValue) -> bool:
     return value is None or value == "" or value == [] or value == {}
 
 
-def _round(value: Any) -> Any:
+def _round(value: JsonValue) -> JsonValue:
     """Numbers to 6 significant digits: the digits beyond say nothing and cost bytes."""
     if isinstance(value, float) and math.isfinite(value) and value != 0:
         return float(f"{value:.6g}")
@@ -118,13 +120,25 @@ def _cut(text: str, limit: int) -> str:
     return text[: limit - 1].rstrip() + "…"
 
 
-def _scalar(value: Any) -> bool:
+def _scalar(value: JsonValue) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
-def _brief_dict(value: dict[str, Any], limit: int, depth: int = 1) -> dict[str, Any]:
+def _all_strings(values: list[JsonValue]) -> TypeGuard[list[str]]:
+    return all(isinstance(v, str) for v in values)
+
+
+def _all_objects(values: list[JsonValue]) -> TypeGuard[list[JsonObject]]:
+    return all(isinstance(v, dict) for v in values)
+
+
+def _as_json(mapping: Mapping[str, JsonValue]) -> JsonObject:
+    return dict(mapping)
+
+
+def _brief_dict(value: JsonObject, limit: int, depth: int = 1) -> JsonObject:
     """A nested object: its scalars, short lists of strings, and small nested objects."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, sub in value.items():
         if _empty(sub):
             continue
@@ -132,7 +146,7 @@ def _brief_dict(value: dict[str, Any], limit: int, depth: int = 1) -> dict[str, 
             out[key] = _cut(sub, limit)
         elif _scalar(sub):
             out[key] = _round(sub)
-        elif isinstance(sub, list) and all(isinstance(s, str) for s in sub):
+        elif isinstance(sub, list) and _all_strings(sub):
             out[key] = [_cut(s, limit) for s in sub[:LIST_MAX]]
         elif isinstance(sub, list) and all(_scalar(s) for s in sub) and len(sub) <= 8:
             out[key] = [_round(s) for s in sub]
@@ -143,7 +157,7 @@ def _brief_dict(value: dict[str, Any], limit: int, depth: int = 1) -> dict[str, 
     return out
 
 
-def _row_columns(rows: list[dict[str, Any]]) -> list[str]:
+def _row_columns(rows: list[JsonObject]) -> list[str]:
     """The columns a digest table keeps: the known contract columns first, then other scalars."""
     present: dict[str, None] = {}
     for row in rows:
@@ -155,26 +169,31 @@ def _row_columns(rows: list[dict[str, Any]]) -> list[str]:
     return (known + others)[:_MAX_ROW_COLUMNS]
 
 
-def _same_tensor(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def _same_tensor(a: JsonObject, b: JsonObject) -> bool:
     """Two rows that are one tensor seen twice (one call's output, the next call's input)."""
     keys = ("cosine", "max_abs_err", "max_rel_err", "euc_dist")
     have = [k for k in keys if isinstance(a.get(k), (int, float)) and isinstance(b.get(k), (int, float))]
     return len(have) >= 3 and all(a[k] == b[k] for k in have) and a.get("numel") == b.get("numel")
 
 
-def _anchor(full: dict[str, Any]) -> tuple[str | None, list[str]]:
+def _anchor(full: JsonObject) -> tuple[str | None, list[str]]:
     """The row name a result points at (its first divergence), and that call's input rows."""
     for key in ("first_divergence", "first_nondeterministic"):
         point = full.get(key)
-        if isinstance(point, dict) and isinstance(point.get("name"), str):
-            inputs = point.get("input_names") or []
-            return point["name"], [str(n) for n in inputs if isinstance(n, str)]
+        name = point.get("name") if isinstance(point, dict) else None
+        if isinstance(point, dict) and isinstance(name, str):
+            inputs = point.get("input_names")
+            return name, [n for n in inputs if isinstance(n, str)] if isinstance(inputs, list) else []
         if isinstance(point, str):
             return point, []
     return None, []
 
 
-def _pick_rows(rows: list[Any], full: dict[str, Any], keep: int) -> tuple[list[dict[str, Any]], str]:
+def _cell(value: JsonValue) -> JsonValue:
+    return _cut(value, 200) if isinstance(value, str) else _round(value)
+
+
+def _pick_rows(rows: list[JsonValue], full: JsonObject, keep: int) -> tuple[list[JsonValue], str]:
     """The rows that matter, and how they were chosen (said in the answer)."""
     dicts = [r for r in rows if isinstance(r, dict)]
     if not dicts:
@@ -192,11 +211,11 @@ def _pick_rows(rows: list[Any], full: dict[str, Any], keep: int) -> tuple[list[d
         chosen = [at] + [i for i, n in enumerate(names) if n in inputs]
         chosen += [by_index[p] for p in (pos - 1, pos + 1) if 0 <= p < len(by_index)]
         how = "the first divergence, its inputs and neighbours, then the worst"
-    ranked = sorted(order, key=lambda i: (_severity(dicts[i]), i))
+    ranked = sorted(order, key=lambda i: (severity(dicts[i]), i))
     if how:  # around a named divergence, rows that pass say nothing more
-        ranked = [i for i in ranked if _severity(dicts[i]) < _severity({"status": "pass"})]
+        ranked = [i for i in ranked if severity(dicts[i]) < severity({"status": "pass"})]
     if not how:
-        how = "worst first" if any(_severity(d) < 5 for d in dicts) else "first entries"
+        how = "worst first" if any(severity(d) < 5 for d in dicts) else "first entries"
         if how == "first entries" and len(dicts) > keep:
             ranked = order
     for i in ranked:
@@ -207,37 +226,37 @@ def _pick_rows(rows: list[Any], full: dict[str, Any], keep: int) -> tuple[list[d
     if anchor is not None and anchor in names:
         picked.sort(key=lambda i: (dicts[i].get("index", i) if isinstance(dicts[i].get("index"), int) else i, i))
     # One row per tensor: fold a repeat of the previous row (same metrics) into an "also" note.
-    out: list[dict[str, Any]] = []
-    previous: dict[str, Any] | None = None
+    kept: list[tuple[JsonObject, str | None]] = []  # a row, and the name of a repeat folded into it
+    previous: JsonObject | None = None
     for i in picked:
         row = dicts[i]
-        if previous is not None and _same_tensor(previous, row) and out:
-            out[-1].setdefault("also", str(row.get("name", "")))
+        if previous is not None and _same_tensor(previous, row) and kept:
+            if kept[-1][1] is None:
+                kept[-1] = (kept[-1][0], str(row.get("name", "")))
             continue
-        out.append({"_src": row})
+        kept.append((row, None))
         previous = row
-    columns = _row_columns([o["_src"] for o in out])
-    shaped = []
-    for o in out:
-        src = o.pop("_src")
+    columns = _row_columns([src for src, _ in kept])
+    shaped: list[JsonValue] = []
+    for src, also in kept:
         passing = str(src.get("status", src.get("verdict", ""))).lower() in ("pass", "ok", "same", "met")
-        row_out = {k: (_cut(src[k], 200) if isinstance(src[k], str) else _round(src[k]))
-                   for k in columns if k in src and not _empty(src[k]) and not (passing and k == "message")}
-        if "also" in o:
-            row_out["also"] = o["also"]
+        row_out: JsonObject = {k: _cell(src[k]) for k in columns
+                               if k in src and not _empty(src[k]) and not (passing and k == "message")}
+        if also is not None:
+            row_out["also"] = also
         shaped.append(row_out)
     return shaped, how
 
 
-def _digest(full: dict[str, Any], keep_rows: int, limit: int) -> tuple[dict[str, Any], dict[str, str]]:
+def _digest(full: JsonObject, keep_rows: int, limit: int) -> tuple[JsonObject, dict[str, str]]:
     """The digest of a complete result, and what it shortened (field -> note)."""
-    out: dict[str, Any] = {"verdict": full.get("verdict"), "summary": _cut(str(full.get("summary", "")), 1200)}
+    out: JsonObject = {"verdict": full.get("verdict"), "summary": _cut(str(full.get("summary", "")), 1200)}
     cut: dict[str, str] = {}
     for key, value in full.items():
         if key in ("verdict", "summary"):
             continue
         if key == "evidence":
-            if value:
+            if isinstance(value, (list, dict, str)) and value:
                 cut[key] = f"{len(value)} entries left out"
             continue
         if _empty(value):
@@ -252,7 +271,7 @@ def _digest(full: dict[str, Any], keep_rows: int, limit: int) -> tuple[dict[str,
                 out[key] = small
             if len(json.dumps(small, ensure_ascii=False)) < len(json.dumps(value, ensure_ascii=False)) - 2:
                 cut[key] = "shortened"
-        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        elif isinstance(value, list) and _all_strings(value):
             out[key] = [_cut(v, limit) for v in value[:LIST_MAX]]
             if len(value) > LIST_MAX:
                 cut[key] = f"{LIST_MAX} of {len(value)}"
@@ -271,11 +290,11 @@ def _digest(full: dict[str, Any], keep_rows: int, limit: int) -> tuple[dict[str,
     return out, cut
 
 
-def _size(obj: Any) -> int:
+def _size(obj: JsonValue) -> int:
     return len(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
-def digest(full: dict[str, Any], budget: int = DIGEST_BUDGET) -> tuple[dict[str, Any], dict[str, str]]:
+def digest(full: JsonObject, budget: int = DIGEST_BUDGET) -> tuple[JsonObject, dict[str, str]]:
     """The digest within ``budget`` bytes: fewer rows, then shorter texts, then fewer rows again."""
     keep, limit = ROWS_MAX, STRING_MAX
     out, cut = _digest(full, keep, limit)
@@ -293,11 +312,11 @@ def digest(full: dict[str, Any], budget: int = DIGEST_BUDGET) -> tuple[dict[str,
 # --------------------------------------------------------------------------- files
 
 
-def _tool_files(full: dict[str, Any]) -> list[ResultFile]:
+def _tool_files(full: JsonObject) -> list[ResultFile]:
     """Files the tool itself wrote and names in its result (tables, plots, documents, results JSON)."""
     found: dict[Path, str] = {}
 
-    def add(value: Any, description: str) -> None:
+    def add(value: JsonValue, description: str) -> None:
         if isinstance(value, str) and value:
             path = Path(value)
             if path.is_file() and path not in found:
@@ -306,10 +325,11 @@ def _tool_files(full: dict[str, Any]) -> list[ResultFile]:
     for key, value in full.items():
         if key.endswith(_FILE_KEYS_SUFFIX):
             add(value, _FILE_DESCRIPTIONS.get(Path(str(value)).suffix, key.replace("_", " ")))
-    for item in full.get("files", []) if isinstance(full.get("files"), list) else []:
+    files, plots = full.get("files"), full.get("plots")
+    for item in files if isinstance(files, list) else []:
         if isinstance(item, dict):
             add(item.get("path"), "document")
-    for plot in full.get("plots", []) if isinstance(full.get("plots"), list) else []:
+    for plot in plots if isinstance(plots, list) else []:
         add(plot, "plot")
     return [ResultFile(p, d) for p, d in found.items()]
 
@@ -317,7 +337,7 @@ def _tool_files(full: dict[str, Any]) -> list[ResultFile]:
 # --------------------------------------------------------------------------- text
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: JsonValue) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
@@ -329,7 +349,7 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _table(rows: list[dict[str, Any]]) -> list[str]:
+def _table(rows: list[JsonObject]) -> list[str]:
     columns: list[str] = []
     for row in rows:
         columns += [k for k in row if k not in columns]
@@ -339,7 +359,7 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def render_text(tool: str, answer: dict[str, Any], cut: dict[str, str], files: list[ResultFile],
+def render_text(tool: str, answer: JsonObject, cut: dict[str, str], files: list[ResultFile],
                 full_inline: bool = False) -> str:
     """The digest as text an agent reads top-down: verdict, where to look, rows, next steps, files."""
     lines = [f"{tool}: [{answer.get('verdict')}] {answer.get('summary', '')}"]
@@ -347,7 +367,7 @@ def render_text(tool: str, answer: dict[str, Any], cut: dict[str, str], files: l
     nested = {k: v for k, v in answer.items() if k not in ("verdict", "summary", MORE_KEY) and not _scalar(v)}
     for key, value in nested.items():
         if isinstance(value, dict):
-            flat = {k: v for k, v in value.items() if not isinstance(v, (list, dict))}
+            flat: JsonObject = {k: v for k, v in value.items() if not isinstance(v, (list, dict))}
             lines.append(f"{key}: {_fmt(flat)}")
             for sub, items in value.items():
                 if isinstance(items, list) and items and all(isinstance(i, str) for i in items):
@@ -355,10 +375,10 @@ def render_text(tool: str, answer: dict[str, Any], cut: dict[str, str], files: l
                     lines += [f"  {n}. {item}" for n, item in enumerate(items, 1)]
                 elif isinstance(items, (list, dict)) and items:
                     lines.append(f"{key}.{sub}: {_fmt(items)}")
-        elif value and all(isinstance(i, str) for i in value):
+        elif isinstance(value, list) and value and _all_strings(value):
             lines.append(f"{key}:")
             lines += [f"  {n}. {item}" for n, item in enumerate(value, 1)]
-        elif value and all(isinstance(i, dict) for i in value):
+        elif isinstance(value, list) and value and _all_objects(value):
             lines.append(f"{key} ({cut.get(key, str(len(value)))}):")
             lines += _table(value)
         elif value:
@@ -385,20 +405,20 @@ def answer(spec: ToolSpec, result: ToolOutput, *, full: bool = False, directory:
     With ``full`` the structured content is the complete result; the text stays the digest, so
     the two still do not repeat each other beyond the summary.
     """
-    complete: dict[str, Any] = result.model_dump(mode="json")
+    complete: JsonObject = result.model_dump(mode="json")
     json_path = write_full_result(spec.name, complete, directory)
     files = [*_tool_files(complete), ResultFile(json_path, "complete result (JSON)")]
     short, cut = digest(complete)
-    more: dict[str, Any] = {"full_result": str(json_path), "cut": cut} if cut else {"full_result": str(json_path)}
+    more: JsonObject = {"full_result": str(json_path), "cut": _as_json(cut)} if cut else {"full_result": str(json_path)}
     if _size(short) + _size(more) > DIGEST_BUDGET:  # the note counts too
         short, cut = digest(complete, DIGEST_BUDGET - _size(more))
-        more = {"full_result": str(json_path), "cut": cut} if cut else {"full_result": str(json_path)}
+        more = {"full_result": str(json_path), "cut": _as_json(cut)} if cut else {"full_result": str(json_path)}
     short[MORE_KEY] = more
     text = render_text(spec.name, short, cut, files, full_inline=full)
     return AgentAnswer(text=text, structured=complete if full else short, files=files)
 
 
-def output_schema(spec: ToolSpec) -> dict[str, Any]:
+def output_schema(spec: ToolSpec) -> JsonObject:
     """The output schema MCP publishes: the verdicts and the summary, valid for digest and complete result.
 
     An agent branches on the verdict (so its documented values are listed) and reads the rest
@@ -407,7 +427,7 @@ def output_schema(spec: ToolSpec) -> dict[str, Any]:
     (``full_result=true``) validates too.
     """
     node = spec.output_model.model_json_schema(mode="serialization").get("properties", {}).get("verdict", {})
-    verdict = {"enum": node["enum"]} if "enum" in node else {"type": "string"}
+    verdict: JsonObject = {"enum": node["enum"]} if "enum" in node else {"type": "string"}
     return {
         "type": "object",
         "properties": {"verdict": verdict, "summary": {"type": "string"}},

@@ -131,10 +131,10 @@ def test_default_compare_dumps_result_for_2000_rows_is_under_20_kb(tmp_path: Pat
      ("na", "pass"), ("skipped", "ok"), ("different", "same")],
 )  # fmt: skip
 def test_status_words_of_the_tools_rank_worst_first(status: str, worse_than: str) -> None:
-    from acc_agent.compact import _severity
+    from acc_agent.compact import severity
 
-    assert _severity({"status": status}) < _severity({"status": worse_than})
-    assert _severity({"status": "nan_check"}) == _severity({"status": "pass"})  # "na" is a whole word only
+    assert severity({"status": status}) < severity({"status": worse_than})
+    assert severity({"status": "nan_check"}) == severity({"status": "pass"})  # "na" is a whole word only
 
 
 def test_lists_are_not_cut_for_no_gain_when_the_bulk_is_elsewhere() -> None:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from acc_agent import frontend
 from acc_agent.errors import from_validation_error
+from acc_agent.json_types import JsonValue
 from acc_agent.models.common import ToolOutput
 
 InputT = TypeVar("InputT", bound=BaseModel)
@@ -70,7 +71,7 @@ class ToolSpec:
     positional: tuple[str, ...] = ()
     #: Take an instance of ``output_model`` (likewise checked when called).
     text_renderer: Callable[[ToolOutput], str] | None = None
-    compact: Callable[[ToolOutput], Mapping[str, object]] | None = None
+    compact: Callable[[ToolOutput], Mapping[str, JsonValue]] | None = None
     #: The module that registers the tool (the CLI manifest imports only that one).
     module: str = ""
     cli_name: str = field(default="")
@@ -101,7 +102,7 @@ class ToolSpec:
             out["open_world_hint"] = bool(self.open_world)
         return out
 
-    def run(self, arguments: Mapping[str, object] | BaseModel) -> ToolOutput:
+    def run(self, arguments: Mapping[str, JsonValue] | BaseModel) -> ToolOutput:
         """Validate ``arguments`` and call the tool; bad input becomes :class:`AccAgentError`."""
         if isinstance(arguments, self.input_model):
             params = arguments
@@ -122,7 +123,7 @@ def tool(
     description: str,
     positional: tuple[str, ...] = (),
     text_renderer: Callable[[RenderedT], str] | None = None,
-    compact: Callable[[CompactedT], Mapping[str, object]] | None = None,
+    compact: Callable[[CompactedT], Mapping[str, JsonValue]] | None = None,
     name: str | None = None,
     title: str = "",
     read_only: bool | None = None,
