@@ -22,17 +22,21 @@ import pkgutil
 import sys
 import types
 import typing
+from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from acc_agent.cli_manifest import FieldEntry, ToolEntry
 from acc_agent.errors import AccAgentError
 from acc_agent.text_safety import terminal_lines, terminal_text
 
 if TYPE_CHECKING:
     from pydantic.fields import FieldInfo
+    from typer._click.core import Command
+    from typer.core import TyperGroup
 
     from acc_agent.registry import ToolSpec
 
@@ -40,7 +44,41 @@ _SCALARS = (bool, int, float, str)
 _SCALAR_BY_NAME: dict[str, type] = {t.__name__: t for t in _SCALARS}
 
 
-def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
+class _Command(typing.Protocol):
+    """A tool's command function: typer reads its signature, then calls it with the parsed values."""
+
+    def __call__(self, **kwargs: object) -> None: ...
+
+
+class _ArgumentLike(typing.Protocol):
+    """What the usage line reads of typer's ``TyperArgument``."""
+
+    required: bool
+    display_name_raw: str
+    nargs: int
+
+
+class _Coercer(typing.Protocol):
+    def coerce(self, value: object, *, param: object, ctx: object) -> object: ...
+
+
+class _TypeDescriptor(typing.Protocol):
+    annotation: object
+    parameter_info: object
+
+
+class _ParameterLike(typing.Protocol):
+    """What :class:`_DeferredCoercion` reads of the click parameter being coerced."""
+
+    multiple: bool
+    nargs: int
+    type_descriptor: _TypeDescriptor
+
+
+OriginalT = typing.TypeVar("OriginalT")
+
+
+def _unwrap_optional(annotation: object) -> tuple[object, bool]:
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
@@ -49,13 +87,14 @@ def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
-def _cli_type(annotation: Any) -> tuple[Any, str]:
+def _cli_type(annotation: object) -> tuple[type, str]:
     """Map a model field type to what typer can parse; complex types travel as strings."""
     inner, _ = _unwrap_optional(annotation)
     if typing.get_origin(inner) is Annotated:
         inner = typing.get_args(inner)[0]
-    if inner in _SCALARS:
-        return inner, ""
+    for scalar in _SCALARS:
+        if inner is scalar:
+            return scalar, ""
     if inner is Path or (isinstance(inner, type) and issubclass(inner, Path)):
         return str, ""
     if typing.get_origin(inner) is Literal:
@@ -76,19 +115,19 @@ def _field_help(finfo: FieldInfo, extra: str) -> str:
     return text
 
 
-def tool_entry(spec: ToolSpec) -> dict[str, Any]:
+def tool_entry(spec: ToolSpec) -> ToolEntry:
     """What the CLI needs of one tool, as plain JSON data (one entry of the cached manifest).
 
     Everything the command's signature is built from is here, computed from the input model, so a
     command built from a cached entry parses and helps exactly like one built from the model."""
     fields = spec.input_model.model_fields
     ordered = [n for n in spec.positional if n in fields] + [n for n in fields if n not in spec.positional]
-    out: list[dict[str, Any]] = []
+    out: list[FieldEntry] = []
     for fname in ordered:
         finfo = fields[fname]
         cli_type, extra = _cli_type(finfo.annotation)
         required = finfo.is_required()
-        item: dict[str, Any] = {"name": fname, "type": cli_type.__name__, "required": required,
+        item: FieldEntry = {"name": fname, "type": cli_type.__name__, "required": required,
                                 "help": _field_help(finfo, extra), "positional": fname in spec.positional}
         if cli_type is bool and fname not in spec.positional:
             item["default"] = False if required else bool(finfo.get_default(call_default_factory=True))
@@ -97,20 +136,20 @@ def tool_entry(spec: ToolSpec) -> dict[str, Any]:
             "description": spec.description, "fields": out}
 
 
-def _load_spec(entry: dict[str, Any]) -> ToolSpec:
+def _load_spec(entry: ToolEntry) -> ToolSpec:
     """The registered tool behind a manifest entry: its module only, not every tool module."""
     from acc_agent import registry
 
     return registry.load_tool(entry["name"], entry["module"])
 
 
-def _build_command(entry: dict[str, Any], spec: ToolSpec | None = None) -> typing.Callable[..., None]:
+def _build_command(entry: ToolEntry, spec: ToolSpec | None = None) -> _Command:
     """Make a function whose signature typer turns into the tool's arguments and options.
 
     ``spec``: the live tool when the entry was computed in this process; otherwise it is loaded
     (module import, pydantic) only when the command runs."""
     params: list[inspect.Parameter] = []
-    annotations: dict[str, Any] = {}
+    annotations: dict[str, object] = {}
     for item in entry["fields"]:
         fname = item["name"]
         cli_type = _SCALAR_BY_NAME[item["type"]]
@@ -118,9 +157,9 @@ def _build_command(entry: dict[str, Any], spec: ToolSpec | None = None) -> typin
         help_text = item["help"]
         opt_name = "--" + fname.replace("_", "-")
         if item["positional"]:
-            marker: Any = typer.Argument(help=help_text, show_default=False, metavar=fname.upper())
-            default: Any = inspect.Parameter.empty if required else None
-            ann: Any = Annotated[cli_type if required else typing.Optional[cli_type], marker]  # noqa: UP045
+            marker: object = typer.Argument(help=help_text, show_default=False, metavar=fname.upper())
+            default: object = inspect.Parameter.empty if required else None
+            ann: object = Annotated[cli_type if required else typing.Optional[cli_type], marker]  # noqa: UP045
         elif cli_type is bool:
             flag = f"{opt_name}/--no-{fname.replace('_', '-')}"
             marker = typer.Option(flag, help=help_text)
@@ -136,11 +175,11 @@ def _build_command(entry: dict[str, Any], spec: ToolSpec | None = None) -> typin
     params.append(inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=json_ann))
     annotations["as_json"] = json_ann
 
-    def command(**kwargs: Any) -> None:
+    def command(**kwargs: object) -> None:
         as_json = bool(kwargs.pop("as_json", False))
         tool = spec if spec is not None else _load_spec(entry)
         fields = tool.input_model.model_fields
-        arguments: dict[str, Any] = {}
+        arguments: dict[str, object] = {}
         for key, value in kwargs.items():
             if value is None:
                 continue
@@ -172,7 +211,7 @@ def emit_error(err: AccAgentError, as_json: bool) -> int:
     return 2
 
 
-def run_tool_command(spec: ToolSpec, arguments: dict[str, Any], as_json: bool) -> int:
+def run_tool_command(spec: ToolSpec, arguments: Mapping[str, object], as_json: bool) -> int:
     """Run one tool for the CLI and return the exit code of the public contract."""
     try:
         result = spec.run(arguments)
@@ -199,7 +238,7 @@ def _first_sentence(text: str) -> str:
     return first[: cut + 1] if cut > 0 else first
 
 
-def _patch_typer(class_name: str, method: str, wrap: typing.Callable[[Any], Any]) -> None:
+def _patch_typer(class_name: str, method: str, wrap: typing.Callable[[OriginalT], object]) -> None:
     """Replace ``typer.core.<class_name>.<method>`` by ``wrap(original)``, once; a no-op if typer's internals differ."""
     core = sys.modules.get("typer.core")
     cls = getattr(core, class_name, None)
@@ -218,8 +257,8 @@ def _plain_usage_names() -> None:
     set or a template placeholder; the help's own Arguments section already marks them required.
     Optional arguments keep their ``[CONFIG]`` brackets."""
 
-    def wrap(original: Any) -> Any:
-        def _usage_display_name(self: Any) -> str:
+    def wrap(original: typing.Callable[[_ArgumentLike], object]) -> typing.Callable[[_ArgumentLike], str]:
+        def _usage_display_name(self: _ArgumentLike) -> str:
             if not self.required:
                 return str(original(self))
             return str(self.display_name_raw) + ("..." if self.nargs != 1 else "")
@@ -255,7 +294,7 @@ def _new_app() -> typer.Typer:
     return app
 
 
-def _add_tool(app: typer.Typer, entry: dict[str, Any], spec: ToolSpec | None) -> None:
+def _add_tool(app: typer.Typer, entry: ToolEntry, spec: ToolSpec | None) -> None:
     description = entry["description"]
     app.command(name=entry["cli_name"], help=description, short_help=_first_sentence(description))(
         _build_command(entry, spec)
@@ -275,7 +314,7 @@ def _register_commands(app: typer.Typer) -> None:
             register(app)
 
 
-def _live_tools(entries: list[dict[str, Any]] | None) -> list[tuple[dict[str, Any], ToolSpec | None]]:
+def _live_tools(entries: list[ToolEntry] | None) -> list[tuple[ToolEntry, ToolSpec | None]]:
     if entries is not None:
         return [(entry, None) for entry in entries]
     from acc_agent.registry import all_tools
@@ -283,7 +322,7 @@ def _live_tools(entries: list[dict[str, Any]] | None) -> list[tuple[dict[str, An
     return [(tool_entry(spec), spec) for spec in all_tools().values()]
 
 
-def build_app(entries: list[dict[str, Any]] | None = None) -> typer.Typer:
+def build_app(entries: list[ToolEntry] | None = None) -> typer.Typer:
     """The typer app; ``entries`` (from :func:`tool_entries` or the cached manifest) default to the live registry."""
     app = _new_app()
     for entry, spec in _live_tools(entries):
@@ -292,14 +331,14 @@ def build_app(entries: list[dict[str, Any]] | None = None) -> typer.Typer:
     return app
 
 
-def tool_entries() -> list[dict[str, Any]]:
+def tool_entries() -> list[ToolEntry]:
     """Every registered tool's CLI entry (imports every tool module and pydantic)."""
     from acc_agent.registry import all_tools
 
     return [tool_entry(spec) for spec in all_tools().values()]
 
 
-def _main_entries() -> list[dict[str, Any]] | None:
+def _main_entries() -> list[ToolEntry] | None:
     """The cached manifest's entries; None (the live registry) when tools were registered in this
     process (their entries are the truth). A missing or stale manifest is rebuilt and written."""
     spec = sys.modules.get("acc_agent.tools.spec")
@@ -321,20 +360,20 @@ class _LazyToolCommand:
     The real command is typer's own conversion of the same function in an app with the same
     settings; everything but the listing is that command (attribute access goes to it)."""
 
-    def __init__(self, entry: dict[str, Any], spec: ToolSpec | None) -> None:
+    def __init__(self, entry: ToolEntry, spec: ToolSpec | None) -> None:
         self.name = entry["cli_name"]
         self.help = entry["description"]
         self.short_help = _first_sentence(entry["description"])
         self.hidden = False
         self.deprecated = False
         self._entry, self._spec = entry, spec
-        self._real: Any = None
+        self._real: Command | None = None
 
-    def real(self) -> Any:
+    def real(self) -> Command:
         if self._real is None:
             app = _new_app()
             _add_tool(app, self._entry, self._spec)
-            self._real = typer.main.get_command(app).commands[self.name]  # type: ignore[attr-defined]
+            self._real = _group(app).commands[self.name]
         return self._real
 
     def get_short_help_str(self, limit: int = 45) -> str:
@@ -342,17 +381,29 @@ class _LazyToolCommand:
 
         return Command.get_short_help_str(self, limit)  # type: ignore[arg-type]  # click's own wording
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self.real(), name)
 
 
-def main_command() -> Any:
+def _group(app: typer.Typer) -> TyperGroup:
+    """The click group typer makes of an app (an app with a callback is always a group)."""
+    from typer.core import TyperGroup  # loaded with typer.main already
+
+    group = typer.main.get_command(app)
+    if not isinstance(group, TyperGroup):
+        raise TypeError(f"typer made a {type(group).__name__} of the root app, not a group")
+    return group
+
+
+def main_command() -> TyperGroup:
     """The root click group ``main`` runs: tools from the manifest, each converted when used."""
     app = _new_app()
     _register_commands(app)
-    group: Any = typer.main.get_command(app)
+    group = _group(app)
     lazy = {entry["cli_name"]: _LazyToolCommand(entry, spec) for entry, spec in _live_tools(_main_entries())}
-    group.commands = {**lazy, **group.commands}  # tools first, as build_app registers them
+    # Each proxy stands for its Command (every attribute but the listing is the real one's).
+    proxies = typing.cast("dict[str, Command]", lazy)
+    group.commands = {**proxies, **group.commands}  # tools first, as build_app registers them
     return group
 
 
@@ -365,11 +416,11 @@ class _DeferredCoercion:
     plain ``str`` parameter's string as its adapter returns it (``str(value)``); anything else goes
     to the adapter typer would have used."""
 
-    def __init__(self, param: Any, build: typing.Callable[[Any], Any]) -> None:
+    def __init__(self, param: object, build: typing.Callable[[object], _Coercer]) -> None:
         self._param = param
         self._build = build
 
-    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+    def coerce(self, value: object, param: _ParameterLike, ctx: object) -> object:
         multi = param.multiple or param.nargs == -1
         if value is None:
             return () if multi else None
@@ -383,10 +434,11 @@ class _DeferredCoercion:
 def _defer_typer_coercion() -> None:
     """Install :class:`_DeferredCoercion` in typer's parameters."""
 
-    def wrap(original: Any) -> Any:
-        def get_runtime_param(self: Any) -> Any:
-            if getattr(self, "_runtime_param", None) is not None:
-                return self._runtime_param
+    def wrap(original: typing.Callable[[object], _Coercer]) -> typing.Callable[[object], object]:
+        def get_runtime_param(self: object) -> object:
+            built = getattr(self, "_runtime_param", None)
+            if built is not None:
+                return built
             return _DeferredCoercion(self, original)
 
         return get_runtime_param

@@ -24,7 +24,32 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
+
+
+class _FieldEntryRequired(TypedDict):
+    name: str
+    type: str  # the name of the scalar typer parses: bool, int, float or str
+    required: bool
+    help: str
+    positional: bool
+
+
+class FieldEntry(_FieldEntryRequired, total=False):
+    """One argument or option of a tool's command."""
+
+    default: bool  # a flag's default (flags only)
+
+
+class ToolEntry(TypedDict):
+    """What the CLI knows of one tool without importing it: one entry of the manifest."""
+
+    name: str
+    cli_name: str
+    module: str
+    description: str
+    fields: list[FieldEntry]
+
 
 CACHE_DIR_ENV = "ACC_AGENT_CACHE_DIR"
 DISABLE_ENV = "ACC_AGENT_NO_CLI_CACHE"
@@ -73,7 +98,7 @@ def fingerprint() -> str:
     return h.hexdigest()
 
 
-def load() -> list[dict[str, Any]] | None:
+def load() -> list[ToolEntry] | None:
     """The tools' CLI entries if a manifest for exactly this code is cached, else None."""
     if os.environ.get(DISABLE_ENV):
         return None
@@ -87,7 +112,7 @@ def load() -> list[dict[str, Any]] | None:
     return tools if isinstance(tools, list) else None
 
 
-def store(tools: list[dict[str, Any]]) -> None:
+def store(tools: list[ToolEntry]) -> None:
     """Write the manifest atomically (a concurrent reader sees the old file or the new one, whole)."""
     if os.environ.get(DISABLE_ENV):
         return

@@ -102,7 +102,7 @@ class ToolSpec:
             out["open_world_hint"] = bool(self.open_world)
         return out
 
-    def run(self, arguments: Mapping[str, JsonValue] | BaseModel) -> ToolOutput:
+    def run(self, arguments: Mapping[str, object] | BaseModel) -> ToolOutput:
         """Validate ``arguments`` and call the tool; bad input becomes :class:`AccAgentError`."""
         if isinstance(arguments, self.input_model):
             params = arguments
