@@ -16,15 +16,25 @@ import functools
 import os
 import tempfile
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import IO, Any
+from typing import BinaryIO, Literal, TextIO, overload
 
 __all__ = ["atomic_write", "atomic_write_text"]
 
 
-@contextlib.contextmanager
+@overload
+def atomic_write(path: str | Path, mode: Literal["w"] = "w", *, encoding: str | None = "utf-8",
+                 newline: str | None = None, durable: bool = False) -> AbstractContextManager[TextIO]: ...
+
+
+@overload
+def atomic_write(path: str | Path, mode: Literal["wb"], *, encoding: str | None = "utf-8",
+                 newline: str | None = None, durable: bool = False) -> AbstractContextManager[BinaryIO]: ...
+
+
 def atomic_write(path: str | Path, mode: str = "w", *, encoding: str | None = "utf-8",
-                 newline: str | None = None, durable: bool = False) -> Iterator[IO[Any]]:
+                 newline: str | None = None, durable: bool = False) -> AbstractContextManager[TextIO | BinaryIO]:
     """Open a temporary file next to ``path`` for writing; on success it replaces ``path`` at once.
 
     ``mode`` is ``"w"`` (text, with ``encoding``/``newline``) or ``"wb"``. When the block raises,
@@ -34,6 +44,12 @@ def atomic_write(path: str | Path, mode: str = "w", *, encoding: str | None = "u
     data to disk before the rename (worth it for files kept for long, not for per-call results).
     The new file gets the permissions a plain ``open`` would give (mkstemp's are owner-only).
     """
+    return _atomic_write(path, mode, encoding=encoding, newline=newline, durable=durable)
+
+
+@contextlib.contextmanager
+def _atomic_write(path: str | Path, mode: str, *, encoding: str | None, newline: str | None,
+                  durable: bool) -> Iterator[TextIO | BinaryIO]:
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write mode must be 'w' or 'wb', not {mode!r}")
     target = Path(os.path.realpath(path))  # through links: the file they point at is replaced, the link kept
@@ -44,14 +60,14 @@ def atomic_write(path: str | Path, mode: str = "w", *, encoding: str | None = "u
     if special:
         # /dev/stdout, a FIFO, a device: a stream, not a file that can be half-written. Renaming a
         # temporary file over it would replace the device node itself, so it is written in place.
-        stream: IO[Any] = open(target, "wb") if mode == "wb" else open(target, "w", encoding=encoding, newline=newline)  # noqa: SIM115
+        stream: TextIO | BinaryIO = open(target, "wb") if mode == "wb" else open(target, "w", encoding=encoding, newline=newline)  # noqa: SIM115
         with stream:
             yield stream
         return
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:100]}.", suffix=".tmp", dir=target.parent)
     tmp = Path(tmp_name)
     try:
-        fh: IO[Any] = os.fdopen(fd, "wb") if mode == "wb" else os.fdopen(fd, "w", encoding=encoding, newline=newline)
+        fh: TextIO | BinaryIO = os.fdopen(fd, "wb") if mode == "wb" else os.fdopen(fd, "w", encoding=encoding, newline=newline)
         with fh:
             yield fh
             fh.flush()

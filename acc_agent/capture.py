@@ -22,15 +22,29 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from acc_agent.atomic import atomic_write
 from acc_agent.errors import AccAgentError
 
-__all__ = ["CaptureReport", "DumpCapture", "capture_forward"]
+if TYPE_CHECKING:
+    import torch
+    from pydantic import JsonValue
+    from torch.utils.hooks import RemovableHandle
+    from typing_extensions import Unpack
+
+    from acc_agent.numerics.arrays import Array
+
+__all__ = ["CaptureOptions", "CaptureReport", "DumpCapture", "capture_forward"]
+
+#: What dump.json records of one module call: the leaves' descriptions nested as the arguments were.
+Record = dict[str, "JsonValue"]
+#: torch's forward pre-hook (with kwargs) and forward hook (with kwargs): what they may return is ignored.
+PreHook = Callable[["torch.nn.Module", tuple[object, ...], dict[str, object]], None]
+PostHook = Callable[["torch.nn.Module", tuple[object, ...], dict[str, object], object], None]
 
 
 @dataclass
@@ -64,7 +78,7 @@ class DumpCapture:
 
     def __init__(
         self,
-        model: Any,
+        model: torch.nn.Module,
         out_dir: str | Path,
         *,
         include: Sequence[str] = (),
@@ -80,10 +94,10 @@ class DumpCapture:
         self.max_bytes = max_bytes
         self.root_name = root_name
         self.include_root = include_root
-        self._data: dict[str, dict[str, Any]] = {}
+        self._data: dict[str, Record] = {}
         self._calls: dict[str, int] = {}
         self._pending: dict[int, list[str]] = {}
-        self._handles: list[Any] = []
+        self._handles: list[RemovableHandle] = []
         self.report = CaptureReport(dump_json=self.out_dir / "dump.json")
 
     # -- filtering -------------------------------------------------------------------------------
@@ -94,7 +108,7 @@ class DumpCapture:
         return not any(fnmatch.fnmatchcase(n, p) for p in self.exclude for n in names)
 
     # -- tensor writing --------------------------------------------------------------------------
-    def _leaf(self, value: Any, data_name: str) -> dict[str, Any]:
+    def _leaf(self, value: object, data_name: str) -> Record:
         import torch
 
         if not isinstance(value, torch.Tensor):
@@ -102,7 +116,7 @@ class DumpCapture:
                 return {"type": type(value).__name__, "value": value}
             return {"type": type(value).__name__}
         tensor = value.detach()
-        leaf: dict[str, Any] = {
+        leaf: Record = {
             "type": "torch.Tensor",
             "dtype": str(tensor.dtype),
             "shape": list(tensor.shape),
@@ -135,7 +149,7 @@ class DumpCapture:
         return leaf
 
     @staticmethod
-    def _to_numpy(tensor: Any) -> Any:
+    def _to_numpy(tensor: torch.Tensor) -> Array:
         import torch
 
         cpu = tensor.cpu()
@@ -143,21 +157,7 @@ class DumpCapture:
             cpu = cpu.float()  # numpy has no bf16/fp8: store exactly representable fp32, as msprobe reads them
         return cpu.contiguous().numpy()
 
-    def _flatten(self, value: Any, prefix: str) -> list[tuple[str, Any]]:
-        """Nested tuples/lists/dicts/ModelOutputs become ``prefix.i[.j]`` leaves like msprobe's names."""
-        if isinstance(value, Mapping):
-            out: list[tuple[str, Any]] = []
-            for key, item in value.items():
-                out.extend(self._flatten(item, f"{prefix}.{_safe_segment(str(key))}"))
-            return out
-        if isinstance(value, (list, tuple)):
-            out = []
-            for i, item in enumerate(value):
-                out.extend(self._flatten(item, f"{prefix}.{i}"))
-            return out
-        return [(prefix, value)]
-
-    def _record(self, value: Any, prefix: str) -> Any:
+    def _record(self, value: object, prefix: str) -> JsonValue:
         """Msprobe keeps structure: lists stay lists; each leaf carries its own data_name."""
         if isinstance(value, Mapping):
             return {str(k): self._record(v, f"{prefix}.{_safe_segment(str(k))}") for k, v in value.items()}
@@ -166,8 +166,8 @@ class DumpCapture:
         return self._leaf(value, prefix)
 
     # -- hooks -----------------------------------------------------------------------------------
-    def _pre_hook(self, path: str, cls: str) -> Any:
-        def hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _pre_hook(self, path: str, cls: str) -> PreHook:
+        def hook(module: torch.nn.Module, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
             base = f"Module.{_safe_segment(path)}.{_safe_segment(cls)}.forward"
             call = self._calls.get(base, 0)
             self._calls[base] = call + 1
@@ -184,8 +184,8 @@ class DumpCapture:
 
         return hook
 
-    def _post_hook(self) -> Any:
-        def hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
+    def _post_hook(self) -> PostHook:
+        def hook(module: torch.nn.Module, args: tuple[object, ...], kwargs: dict[str, object], output: object) -> None:
             stack = self._pending.get(id(module))
             if not stack:
                 return
@@ -245,19 +245,29 @@ class DumpCapture:
         return self.report.dump_json
 
 
-def _json_default(value: Any) -> Any:
+def _json_default(value: object) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     return str(value)
 
 
+class CaptureOptions(TypedDict, total=False):
+    """:class:`DumpCapture`'s keyword options, passed through by :func:`capture_forward`."""
+
+    include: Sequence[str]
+    exclude: Sequence[str]
+    max_bytes: int | None
+    root_name: str
+    include_root: bool
+
+
 def capture_forward(
-    model: Any,
+    model: torch.nn.Module,
     out_dir: str | Path,
-    args: Iterable[Any] = (),
-    kwargs: Mapping[str, Any] | None = None,
-    **options: Any,
-) -> tuple[Any, CaptureReport]:
+    args: Iterable[object] = (),
+    kwargs: Mapping[str, object] | None = None,
+    **options: Unpack[CaptureOptions],
+) -> tuple[object, CaptureReport]:
     """Run ``model(*args, **kwargs)`` once under :class:`DumpCapture` (no grad) and return its output."""
     import torch
 

@@ -27,7 +27,6 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 Clock = Callable[[], int]
 Sync = Callable[[], None]
@@ -46,7 +45,7 @@ def torch_device_in_use() -> str | None:
     Torch is never imported here: if the user's code did not import it, no device work exists to
     wait for, and importing it would cost seconds.
     """
-    torch: Any = sys.modules.get("torch")
+    torch = sys.modules.get("torch")
     if torch is None:
         return None
     npu = getattr(torch, "npu", None)
@@ -83,7 +82,7 @@ def device_sync(kind: str = "auto") -> tuple[Sync | None, str]:
     import importlib
 
     try:
-        torch: Any = importlib.import_module("torch")
+        torch = importlib.import_module("torch")
         if kind == "npu":
             importlib.import_module("torch_npu")
     except ImportError as exc:
@@ -173,7 +172,7 @@ def active_timer(timer: StageTimer) -> Iterator[StageTimer]:
 
 
 def run_iterations(
-    fn: Callable[[], Any],
+    fn: Callable[[], object],
     warmup: int,
     iterations: int,
     sync: Sync | None = None,

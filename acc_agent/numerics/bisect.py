@@ -18,9 +18,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from acc_agent.numerics.arrays import FloatArray
+
+if TYPE_CHECKING:
+    import torch
+    from torch.utils.hooks import RemovableHandle
 
 #: Module types cast as one unit (their children are not cast separately).
 _UNIT_TYPES = ("Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
@@ -45,7 +51,7 @@ class BisectResult:
     steps: list[Step] = field(default_factory=list)
 
 
-def eligible_modules(model: Any) -> list[str]:
+def eligible_modules(model: torch.nn.Module) -> list[str]:
     """Names of the modules that hold weights, outermost unit first (children of a unit excluded)."""
     names: list[str] = []
     units: list[str] = []
@@ -63,22 +69,23 @@ def eligible_modules(model: Any) -> list[str]:
 class _LowPrecision:
     """Context manager: the named modules run in ``dtype``, everything restored on exit."""
 
-    def __init__(self, model: Any, names: Iterable[str], dtype: Any) -> None:
+    def __init__(self, model: torch.nn.Module, names: Iterable[str], dtype: torch.dtype) -> None:
         self._modules = dict(model.named_modules())
         self._names = list(names)
         self._dtype = dtype
-        self._saved: list[tuple[Any, str, Any]] = []
-        self._hooks: list[Any] = []
+        self._saved: list[tuple[torch.nn.Module, str, torch.Tensor]] = []
+        self._hooks: list[RemovableHandle] = []
 
     def __enter__(self) -> _LowPrecision:
         import torch
 
         low = self._dtype
 
-        def cast_in(_m: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-            return _cast(args, low), _cast(kwargs, low)
+        def cast_in(_m: torch.nn.Module, args: tuple[object, ...],
+                    kwargs: dict[str, object]) -> tuple[tuple[object, ...], dict[str, object]]:
+            return tuple(_cast(a, low) for a in args), {k: _cast(v, low) for k, v in kwargs.items()}
 
-        def cast_out(_m: Any, _args: Any, out: Any) -> Any:
+        def cast_out(_m: torch.nn.Module, _args: tuple[object, ...], out: object) -> object:
             return _cast(out, torch.float32)
 
         for name in self._names:
@@ -106,7 +113,7 @@ class _LowPrecision:
                 setattr(holder, attr, original)
 
 
-def _cast(value: Any, dtype: Any) -> Any:
+def _cast(value: object, dtype: torch.dtype) -> object:
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -120,12 +127,12 @@ def _cast(value: Any, dtype: Any) -> Any:
     return value
 
 
-def _flat_output(out: Any) -> np.ndarray:
+def _flat_output(out: object) -> FloatArray:
     import torch
 
-    parts: list[np.ndarray] = []
+    parts: list[FloatArray] = []
 
-    def walk(v: Any) -> None:
+    def walk(v: object) -> None:
         if isinstance(v, torch.Tensor):
             if v.is_floating_point():
                 parts.append(v.detach().to(torch.float64).reshape(-1).numpy())
@@ -142,7 +149,7 @@ def _flat_output(out: Any) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def rel_error(out: np.ndarray, golden: np.ndarray) -> float:
+def rel_error(out: FloatArray, golden: FloatArray) -> float:
     if out.shape != golden.shape:
         return math.inf
     if not np.isfinite(out).all():
@@ -152,15 +159,18 @@ def rel_error(out: np.ndarray, golden: np.ndarray) -> float:
     return num / denom if denom > 0 else (0.0 if num == 0 else math.inf)
 
 
-def bisect(model: Any, inputs: Sequence[Any] | dict[str, Any] | Any, low: Any, tolerance: float,
+def bisect(model: torch.nn.Module, inputs: object, low: torch.dtype, tolerance: float,
            progress: Callable[[str], None] | None = None) -> BisectResult:
-    """The search (see the module docstring) on ``model(*inputs)`` with ``low`` as the low precision."""
+    """The search (see the module docstring) on ``model(*inputs)`` with ``low`` as the low precision.
+
+    ``inputs`` is whatever the model takes: a tuple or list of positional inputs, a dict of keyword
+    inputs, or a single input."""
     import torch
 
     say = progress or (lambda _m: None)
     model.eval()
 
-    def forward() -> np.ndarray:
+    def forward() -> FloatArray:
         with torch.no_grad():
             if isinstance(inputs, dict):
                 return _flat_output(model(**inputs))

@@ -13,22 +13,23 @@ restored afterwards: other tools (``measure_performance`` timing a user's code) 
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
 
 _PREFIXES = ("scipy_openblas_", "openblas_")
 _SUFFIXES = ("64_", "")
-_FOUND: list[tuple[Any, Any]] | None = None
+#: An OpenBLAS's ``set_num_threads(n)`` and ``get_num_threads()``, as ctypes foreign functions.
+ThreadControl = tuple[Callable[[int], object], Callable[[], int]]
+_FOUND: list[ThreadControl] | None = None
 _CONTROLLED: bool | None = None
 
 
-def _openblas() -> list[tuple[Any, Any]]:
+def _openblas() -> list[ThreadControl]:
     """(set, get) function pairs of every OpenBLAS mapped into this process."""
     global _FOUND
     if _FOUND is not None:
         return _FOUND
-    found: list[tuple[Any, Any]] = []
+    found: list[ThreadControl] = []
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
             paths = sorted({line.split()[-1] for line in fh if "openblas" in line.lower() and "/" in line})

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-FloatArray = NDArray[np.float64]
+from acc_agent.numerics.arrays import FloatArray
 
 
 def as_arrays(steps: ArrayLike, values: ArrayLike) -> tuple[FloatArray, FloatArray]:

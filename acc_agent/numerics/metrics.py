@@ -15,12 +15,21 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Literal, Protocol, TypeAlias, TypedDict, TypeGuard
 
 import numpy as np
 
 from acc_agent.models.compare import TensorMetrics
 from acc_agent.numerics import tolerance as tol
+from acc_agent.numerics.arrays import (
+    Array,
+    BoolArray,
+    DType,
+    Float32Array,
+    FloatArray,
+    Int32Array,
+    Int64Array,
+)
 from acc_agent.numerics.blas_threads import numpy_blas_controlled, one_blas_thread
 
 #: Elements per pass: ~40 numpy calls of 1-3 µs each per chunk outweigh cache misses below this
@@ -32,8 +41,44 @@ FIVE_THOUSANDTHS = 0.005
 COSINE_ROUND_ABOVE = 0.9999
 _F64_EPS = float(np.finfo(np.float64).eps)
 
-SIX = ("cosine", "euc_dist", "max_abs_err", "max_rel_err", "one_thousandth_ratio", "five_thousandths_ratio")
-EXTRA = ("mean_abs_err", "mean_rel_err", "rmse", "within_tolerance_ratio", "max_ulp_err", "ulp_gt1_ratio")
+MetricName = Literal["cosine", "euc_dist", "max_abs_err", "max_rel_err", "one_thousandth_ratio",
+                     "five_thousandths_ratio", "mean_abs_err", "mean_rel_err", "rmse", "within_tolerance_ratio",
+                     "max_ulp_err", "ulp_gt1_ratio"]
+SIX: tuple[MetricName, ...] = ("cosine", "euc_dist", "max_abs_err", "max_rel_err", "one_thousandth_ratio",
+                               "five_thousandths_ratio")
+EXTRA: tuple[MetricName, ...] = ("mean_abs_err", "mean_rel_err", "rmse", "within_tolerance_ratio", "max_ulp_err",
+                                 "ulp_gt1_ratio")
+
+
+class _Values(TypedDict, total=False):
+    """The float fields of ``TensorMetrics`` as they are filled in: a key left out keeps the model's default."""
+
+    cosine: float | None
+    cosine_exact: float | None
+    euc_dist: float | None
+    golden_norm: float | None
+    max_abs_err: float | None
+    max_rel_err: float | None
+    one_thousandth_ratio: float | None
+    five_thousandths_ratio: float | None
+    mean_abs_err: float | None
+    mean_rel_err: float | None
+    rmse: float | None
+    within_tolerance_ratio: float | None
+    max_ulp_err: float | None
+    ulp_gt1_ratio: float | None
+    top1_agreement: float | None
+
+
+class _Counts(TypedDict):
+    golden_nan: int
+    golden_inf: int
+    target_nan: int
+    target_inf: int
+
+
+#: The dtype relative errors are computed in: result_type(target, golden, float32) of float kinds.
+RelDType: TypeAlias = "np.dtype[np.float32 | np.float64 | np.longdouble]"
 
 #: (mantissa bits, smallest normal exponent) of the formats whose ULP error we report.
 _ULP_FORMATS = {"fp16": (10, -14), "bf16": (7, -126)}
@@ -44,16 +89,16 @@ def msprobe_round(value: float) -> float:
     return float(f"{value:.12f}")
 
 
-def _is_ml_dtype(dt: np.dtype[Any]) -> bool:
+def _is_ml_dtype(dt: DType) -> bool:
     """bf16/fp8 from ml-dtypes: numpy sees them as opaque 'V' kinds; msprobe reads them as fp32."""
     return dt.kind == "V" and not dt.names
 
 
-def _effective_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
+def _effective_dtype(dt: DType) -> DType:
     return np.dtype(np.float32) if _is_ml_dtype(dt) else dt
 
 
-def _rel_dtype(t: np.dtype[Any], g: np.dtype[Any]) -> np.dtype[Any]:
+def _rel_dtype(t: DType, g: DType) -> RelDType:
     """msprobe's get_relative_err dtype: non-floats go to float64, then result_type(.., float32)."""
     t = t if t.kind == "f" else np.dtype(np.float64)
     g = g if g.kind == "f" else np.dtype(np.float64)
@@ -109,7 +154,7 @@ _F32_EXPONENT = np.int32(0x7F800000)
 _WHOLE_DOTS: bool | None = None
 
 
-def _dot(a: np.ndarray, b: np.ndarray) -> float:
+def _dot(a: FloatArray, b: FloatArray) -> float:
     """float64 dot product: one BLAS call, or slices BLAS keeps on one thread whatever its setting (see DOT_SLICE)."""
     n = a.size
     if _WHOLE_DOTS or n <= DOT_SLICE:
@@ -156,7 +201,7 @@ def _work(n: int) -> _Work:
     return _WORK
 
 
-def _ulp(g64: np.ndarray, fmt: str, e: np.ndarray) -> np.ndarray:
+def _ulp(g64: FloatArray, fmt: str, e: Int64Array) -> FloatArray:
     """Spacing of the target format at each golden value (subnormal spacing below the normals).
 
     Built from the float64 exponent bits: spacing = 2**(max(exponent, emin) - mantissa bits), so no
@@ -169,7 +214,7 @@ def _ulp(g64: np.ndarray, fmt: str, e: np.ndarray) -> np.ndarray:
     return e.view(np.float64)
 
 
-def _ulp_fp16_f32(g32: np.ndarray, e: np.ndarray, floor: np.ndarray) -> np.ndarray:
+def _ulp_fp16_f32(g32: Float32Array, e: Int32Array, floor: Float32Array) -> Float32Array:
     """fp16 spacing from float32 exponent bits (half the memory traffic of the float64 version).
 
     The masked exponent read as float32 is 2**exponent (0 below the normals), so the clamp to the
@@ -182,7 +227,7 @@ def _ulp_fp16_f32(g32: np.ndarray, e: np.ndarray, floor: np.ndarray) -> np.ndarr
     return p
 
 
-def _zero_bad(acc: _Acc, g64: np.ndarray, t64: np.ndarray) -> np.ndarray:
+def _zero_bad(acc: _Acc, g64: FloatArray, t64: FloatArray) -> BoolArray:
     """Count NaN/Inf, note whether positions match, zero them on both sides (msprobe's rule)."""
     gn, gi, tn, ti = np.isnan(g64), np.isinf(g64), np.isnan(t64), np.isinf(t64)
     acc.g_nan += int(np.count_nonzero(gn))
@@ -205,7 +250,7 @@ _F16_POS_NONFINITE = 0x7C00
 _F16_NEG_NONFINITE = 0xFC00
 
 
-def _f16_to_f32(src: np.ndarray, out: np.ndarray, bits: np.ndarray) -> np.ndarray:
+def _f16_to_f32(src: Array, out: Float32Array, bits: Int32Array) -> Float32Array:
     """fp16 -> fp32, exactly as numpy's cast, in 4 integer/float passes (numpy's cast is ≈4x slower here).
 
     The sign-extended int16 shifted left 13 puts the sign in bit 31 and exponent+mantissa in bits
@@ -221,7 +266,7 @@ def _f16_to_f32(src: np.ndarray, out: np.ndarray, bits: np.ndarray) -> np.ndarra
     return out
 
 
-def _bf16_to_f32(src: np.ndarray, out: np.ndarray, bits: np.ndarray) -> np.ndarray:
+def _bf16_to_f32(src: Array, out: Float32Array, bits: Int32Array) -> Float32Array:
     """bf16 -> fp32: bf16 is the upper half of a float32, so a 16-bit shift is the exact cast."""
     u = bits.view(np.uint32)
     np.copyto(u, src.view(np.uint16), casting="unsafe")
@@ -230,9 +275,14 @@ def _bf16_to_f32(src: np.ndarray, out: np.ndarray, bits: np.ndarray) -> np.ndarr
     return out
 
 
-def _as_f32(src: np.ndarray, w32: np.ndarray, bits: np.ndarray) -> np.ndarray:
+def _is_float32(a: Array) -> TypeGuard[Float32Array]:
+    """The dtype test that lets a float32 chunk be used as it is (and be typed so)."""
+    return a.dtype == np.float32
+
+
+def _as_f32(src: Array, w32: Float32Array, bits: Int32Array) -> Float32Array:
     """A float32 view or copy of an fp16/bf16/fp32 chunk."""
-    if src.dtype == np.float32:
+    if _is_float32(src):
         return src
     if src.dtype == np.float16:
         return _f16_to_f32(src, w32, bits)
@@ -242,7 +292,7 @@ def _as_f32(src: np.ndarray, w32: np.ndarray, bits: np.ndarray) -> np.ndarray:
     return w32
 
 
-def _as_f64(src: np.ndarray, w64: np.ndarray) -> np.ndarray:
+def _as_f64(src: Array, w64: FloatArray) -> FloatArray:
     """A float64 copy of a chunk for the float64 path (ints, bools, float64; all exact)."""
     if _is_ml_dtype(src.dtype):
         src = src.astype(np.float32)
@@ -250,7 +300,7 @@ def _as_f64(src: np.ndarray, w64: np.ndarray) -> np.ndarray:
     return w64
 
 
-def _cos_sums(acc: _Acc, g64: np.ndarray, t64: np.ndarray) -> np.ndarray | None:
+def _cos_sums(acc: _Acc, g64: FloatArray, t64: FloatArray) -> BoolArray | None:
     """Add the chunk's cosine sums; returns the NaN/Inf mask where the chunk had any (then zeroed)."""
     ss_g = _dot(g64, g64)
     ss_t = _dot(t64, t64)
@@ -265,14 +315,14 @@ def _cos_sums(acc: _Acc, g64: np.ndarray, t64: np.ndarray) -> np.ndarray | None:
     return bad
 
 
-def _dist(acc: _Acc, g64: np.ndarray, t64: np.ndarray, d64: np.ndarray) -> None:
+def _dist(acc: _Acc, g64: FloatArray, t64: FloatArray, d64: FloatArray) -> None:
     """Distance and max abs error in float64, as msprobe computes them (max |d| = max(max d, -min d))."""
     np.subtract(t64, g64, out=d64)
     acc.ss_d += _dot(d64, d64)
     acc.max_abs = max(acc.max_abs, float(_MAX(d64)), -float(_MIN(d64)))
 
 
-def _chunk(acc: _Acc, gc: np.ndarray, tc: np.ndarray, rel_dt: np.dtype[Any], tolerance: tol.Tolerance | None,
+def _chunk(acc: _Acc, gc: Array, tc: Array, rel_dt: RelDType, tolerance: tol.Tolerance | None,
            ulp_fmt: str | None) -> None:
     """Accumulate one chunk. float16/float32/bf16 data take the float32 path (msprobe's own relative-error
     arithmetic); cosine, distance and max abs error are always float64 like msprobe's."""
@@ -297,7 +347,7 @@ def _chunk(acc: _Acc, gc: np.ndarray, tc: np.ndarray, rel_dt: np.dtype[Any], tol
     _tail_f32(acc, w, n, g32, t32, g64, tolerance, ulp_fmt)
 
 
-def _tail_f32(acc: _Acc, w: _Work, n: int, g32: np.ndarray, t32: np.ndarray, g64: np.ndarray,
+def _tail_f32(acc: _Acc, w: _Work, n: int, g32: Float32Array, t32: Float32Array, g64: FloatArray,
               tolerance: tol.Tolerance | None, ulp_fmt: str | None) -> None:
     ad = np.subtract(t32, g32, out=w.ad[:n])
     np.abs(ad, out=ad)
@@ -334,7 +384,7 @@ def _tail_f32(acc: _Acc, w: _Work, n: int, g32: np.ndarray, t32: np.ndarray, g64
     _rel_stats(acc, rel, top, mask)
 
 
-def _tail_f64(acc: _Acc, w: _Work, n: int, g64: np.ndarray, t64: np.ndarray, d64: np.ndarray,
+def _tail_f64(acc: _Acc, w: _Work, n: int, g64: FloatArray, t64: FloatArray, d64: FloatArray,
               tolerance: tol.Tolerance | None, ulp_fmt: str | None, eps: float) -> None:
     ad = np.abs(d64, out=d64)
     acc.sum_abs += float(_SUM(ad))
@@ -359,7 +409,7 @@ def _tail_f64(acc: _Acc, w: _Work, n: int, g64: np.ndarray, t64: np.ndarray, d64
     _rel_stats(acc, rel, float(_MAX(rel)), mask)
 
 
-def _rel_stats(acc: _Acc, rel: np.ndarray, top: float, mask: np.ndarray) -> None:
+def _rel_stats(acc: _Acc, rel: Float32Array | FloatArray, top: float, mask: BoolArray) -> None:
     if math.isnan(top):
         acc.rel_nan = True
     else:
@@ -368,13 +418,13 @@ def _rel_stats(acc: _Acc, rel: np.ndarray, top: float, mask: np.ndarray) -> None
     acc.n_5e3 += int(np.count_nonzero(np.less(rel, FIVE_THOUSANDTHS, out=mask)))
 
 
-def _null_six(out: dict[str, Any], reasons: dict[str, str], why: str, names: tuple[str, ...] = SIX) -> None:
+def _null_six(out: _Values, reasons: dict[str, str], why: str, names: tuple[MetricName, ...] = SIX) -> None:
     for k in names:
         out[k] = None
         reasons[k] = why
 
 
-def _scalar(g: np.ndarray, t: np.ndarray, out: dict[str, Any], reasons: dict[str, str],
+def _scalar(g: Array, t: Array, out: _Values, reasons: dict[str, str],
             tolerance: tol.Tolerance | None) -> None:
     """0-d pair: msprobe computes only MaxAbsErr/MaxRelativeErr, in the data's own arithmetic."""
     why = "unsupported: 0-d tensor (a scalar): cosine, distance and error ratios need at least 2 elements"
@@ -383,7 +433,7 @@ def _scalar(g: np.ndarray, t: np.ndarray, out: dict[str, Any], reasons: dict[str
     if gv.dtype == bool:
         gv, tv = gv.astype(float), tv.astype(float)
     with np.errstate(all="ignore"):
-        diff = np.abs(tv - gv)
+        diff = np.abs(np.subtract(tv, gv))
     mx = float(np.max(diff))
     if math.isnan(mx):
         out["max_abs_err"] = None
@@ -394,9 +444,9 @@ def _scalar(g: np.ndarray, t: np.ndarray, out: dict[str, Any], reasons: dict[str
     tr, gr = t.astype(rel_dt), g.astype(rel_dt)
     if gr == 0:
         eps = rel_dt.type(np.finfo(rel_dt).eps)
-        tr, gr = tr + eps, gr + eps
+        tr, gr = np.add(tr, eps), np.add(gr, eps)
     with np.errstate(all="ignore"):
-        rel = float(np.abs((tr - gr) / gr))
+        rel = float(np.abs(np.divide(np.subtract(tr, gr), gr)))
     if math.isnan(rel):
         out["max_rel_err"] = None
         reasons["max_rel_err"] = "Nan: the data contains NaN/Inf"
@@ -416,37 +466,37 @@ class ChunkSource(Protocol):
     """A tensor that can be read in flat chunks (e.g. io.tensors.NpyStream); arrays work too."""
 
     shape: tuple[int, ...]
-    dtype: np.dtype[Any]
+    dtype: DType
 
-    def read(self, start: int, count: int) -> np.ndarray: ...
+    def read(self, start: int, count: int) -> Array: ...
 
-    def to_array(self) -> np.ndarray: ...
+    def to_array(self) -> Array: ...
 
 
 class _Flat:
     """Uniform chunked view of an array or a ChunkSource, with msprobe's squeeze applied to the shape."""
 
-    def __init__(self, x: np.ndarray | ChunkSource) -> None:
+    def __init__(self, x: Array | ChunkSource) -> None:
         self.src = x
-        self.dtype: np.dtype[Any] = np.dtype(x.dtype)
+        self.dtype: DType = np.dtype(x.dtype)
         self.shape = tuple(int(d) for d in x.shape if d != 1)
         self.size = math.prod(self.shape) if self.shape else (0 if 0 in x.shape else 1)
         self._flat = np.asarray(x).reshape(-1) if isinstance(x, np.ndarray) else None
 
-    def chunk(self, start: int, count: int) -> np.ndarray:
+    def chunk(self, start: int, count: int) -> Array:
         if self._flat is not None:
             return self._flat[start:start + count]
         return self.src.read(start, count)  # type: ignore[union-attr]
 
-    def array(self) -> np.ndarray:
+    def array(self) -> Array:
         """The squeezed tensor, whole."""
         whole = self.src if isinstance(self.src, np.ndarray) else self.src.to_array()
         return np.squeeze(whole)
 
 
 def compute_metrics(
-    golden: np.ndarray | ChunkSource,
-    target: np.ndarray | ChunkSource,
+    golden: Array | ChunkSource,
+    target: Array | ChunkSource,
     *,
     rtol: float | None = None,
     atol: float | None = None,
@@ -462,7 +512,7 @@ def compute_metrics(
     """
     g = _Flat(golden)
     t = _Flat(target)
-    out: dict[str, Any] = {}
+    out: _Values = {}
     reasons: dict[str, str] = {}
     tolerance = tol.resolve(precision, rtol, atol) if (precision or rtol is not None or atol is not None) else None
     if tolerance is None:
@@ -552,7 +602,7 @@ def compute_metrics(
     return TensorMetrics(**out, **counts, na_reasons=reasons, numel=n)
 
 
-def _accumulate(acc: _Acc, g: _Flat, t: _Flat, rel_dt: np.dtype[Any], tolerance: tol.Tolerance | None,
+def _accumulate(acc: _Acc, g: _Flat, t: _Flat, rel_dt: RelDType, tolerance: tol.Tolerance | None,
                 ulp_fmt: str | None) -> None:
     """Every chunk of the pair into ``acc``.
 
@@ -572,8 +622,8 @@ def _accumulate(acc: _Acc, g: _Flat, t: _Flat, rel_dt: np.dtype[Any], tolerance:
             _chunk(acc, g.chunk(i, count), t.chunk(i, count), rel_dt, tolerance, ulp_fmt)
 
 
-def _nonfinite_counts(g: np.ndarray, t: np.ndarray) -> dict[str, int]:
-    def count(a: np.ndarray) -> tuple[int, int]:
+def _nonfinite_counts(g: Array, t: Array) -> _Counts:
+    def count(a: Array) -> tuple[int, int]:
         if a.dtype.kind != "f":
             return 0, 0
         return int(np.isnan(a).sum()), int(np.isinf(a).sum())
@@ -583,7 +633,7 @@ def _nonfinite_counts(g: np.ndarray, t: np.ndarray) -> dict[str, int]:
     return {"golden_nan": gn, "golden_inf": gi, "target_nan": tn, "target_inf": ti}
 
 
-def _top1(g: np.ndarray, t: np.ndarray) -> tuple[float | None, str]:
+def _top1(g: Array, t: Array) -> tuple[float | None, str]:
     """Share of rows (all axes but the last) whose argmax agrees: the class/token the model picks."""
     if g.ndim < 1 or g.shape[-1] < 2:
         return None, "needs a last axis of at least 2 classes"

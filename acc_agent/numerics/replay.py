@@ -11,17 +11,20 @@ the golden's output first, or the replay itself is not faithful and nothing is c
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from acc_agent.errors import AccAgentError
 from acc_agent.io.dump_calls import DtypeRef, RecordedCall, TensorRef
 from acc_agent.numerics import budgets
+from acc_agent.numerics.arrays import Array
 
 if TYPE_CHECKING:
+    import torch
+
     from acc_agent.io.dumps import Dump
 
 #: API prefixes that can run on the CPU, and where their function lives.
@@ -53,7 +56,7 @@ def parse_key(key: str) -> tuple[str, str, str]:
     return parts[0], ".".join(parts[1:-2]), parts[-1]
 
 
-def resolve(key: str) -> Any:
+def resolve(key: str) -> Callable[..., object]:
     """The CPU function of a recorded API call (Functional.*, Torch.*, Tensor.*, Aten.*)."""
     import torch
 
@@ -74,30 +77,39 @@ def resolve(key: str) -> Any:
                "Jit": "a scripted graph is not recorded as code"}.get(space, f"{space}.* calls are not replayable")
         raise AccAgentError("cannot_replay", f"{key}: {why}",
                             hint="Replay the API calls inside it (dump at level L1 or mix to record them).")
-    holder: Any = {"Functional": torch.nn.functional, "Torch": torch, "Tensor": torch.Tensor,
-                   "Aten": torch.ops.aten}[space]
-    fn = holder
+    holder: object = {"Functional": torch.nn.functional, "Torch": torch, "Tensor": torch.Tensor,
+                      "Aten": torch.ops.aten}[space]
+    fn: object = holder
     for part in name.split("."):
         fn = getattr(fn, part, None)
         if fn is None:
             raise AccAgentError("cannot_replay", f"{key}: torch {torch.__version__} has no {space}.{name}",
                                 hint="Replay with the torch version the dump was made with.")
+    if not callable(fn):  # msprobe records calls only: a dump naming anything else was edited by hand
+        raise AccAgentError("cannot_replay", f"{key}: torch {torch.__version__} {space}.{name} is not a function",
+                            hint="Pass the call as compare-dumps names it (a row of compare_dumps).")
     return fn
 
 
-def _linear(x: Any, *, params: dict[str, Any]) -> Any:
+class ModuleCall(Protocol):
+    """A module's forward re-created as a function of its input and its recorded parameters."""
+
+    def __call__(self, x: torch.Tensor, /, *, params: Mapping[str, torch.Tensor]) -> torch.Tensor: ...
+
+
+def _linear(x: torch.Tensor, *, params: Mapping[str, torch.Tensor]) -> torch.Tensor:
     import torch.nn.functional as F
 
     return F.linear(x, params["weight"], params.get("bias"))
 
 
-def _embedding(ids: Any, *, params: dict[str, Any]) -> Any:
+def _embedding(ids: torch.Tensor, *, params: Mapping[str, torch.Tensor]) -> torch.Tensor:
     import torch.nn.functional as F
 
     return F.embedding(ids, params["weight"])
 
 
-def _layer_norm(x: Any, *, params: dict[str, Any]) -> Any:
+def _layer_norm(x: torch.Tensor, *, params: Mapping[str, torch.Tensor]) -> torch.Tensor:
     import torch.nn.functional as F
 
     w = params.get("weight")
@@ -105,8 +117,8 @@ def _layer_norm(x: Any, *, params: dict[str, Any]) -> Any:
     return F.layer_norm(x, shape, w, params.get("bias"))  # eps is not recorded: the default, checked by replay_check
 
 
-def _conv(dim: int) -> Any:
-    def run(x: Any, *, params: dict[str, Any]) -> Any:
+def _conv(dim: int) -> ModuleCall:
+    def run(x: torch.Tensor, *, params: Mapping[str, torch.Tensor]) -> torch.Tensor:
         import torch.nn.functional as F
 
         conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dim]
@@ -115,12 +127,12 @@ def _conv(dim: int) -> Any:
     return run
 
 
-def _elementwise(name: str) -> Any:
-    def run(x: Any, *, params: dict[str, Any]) -> Any:
+def _elementwise(name: str) -> ModuleCall:
+    def run(x: torch.Tensor, *, params: Mapping[str, torch.Tensor]) -> torch.Tensor:
         import torch
         import torch.nn.functional as F
 
-        table: dict[str, Callable[[Any], Any]] = {
+        table: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
             "GELU": F.gelu, "ReLU": F.relu, "SiLU": F.silu, "Tanh": torch.tanh, "Sigmoid": torch.sigmoid,
             "Identity": lambda v: v, "Dropout": lambda v: v}
         return table[name](x)
@@ -131,14 +143,14 @@ def _elementwise(name: str) -> Any:
 #: Modules a dump holds enough of to re-run: the class name -> the call from its input and parameters.
 #: Settings a dump does not record (eps, stride, GELU approximation) take torch's defaults; a module
 #: built otherwise fails the replay check (its golden re-run differs from the golden's output).
-MODULES: dict[str, Any] = {
+MODULES: dict[str, ModuleCall] = {
     "Linear": _linear, "NonDynamicallyQuantizableLinear": _linear, "Embedding": _embedding,
     "LayerNorm": _layer_norm, "Conv1d": _conv(1), "Conv2d": _conv(2), "Conv3d": _conv(3),
     **{n: _elementwise(n) for n in ("GELU", "ReLU", "SiLU", "Tanh", "Sigmoid", "Identity", "Dropout")},
 }
 
 
-def torch_dtype(name: str | None) -> Any:
+def torch_dtype(name: str | None) -> torch.dtype | None:
     import torch
 
     if not name:
@@ -147,7 +159,7 @@ def torch_dtype(name: str | None) -> Any:
     return dt if isinstance(dt, torch.dtype) else None
 
 
-def to_torch(arr: np.ndarray, dtype_name: str | None) -> Any:
+def to_torch(arr: Array, dtype_name: str | None) -> torch.Tensor:
     """numpy (bf16/fp8 via ml-dtypes) -> torch tensor in the recorded dtype."""
     import torch
 
@@ -159,11 +171,11 @@ def to_torch(arr: np.ndarray, dtype_name: str | None) -> Any:
     return t.to(want) if want is not None and t.dtype != want else t
 
 
-def to_numpy(t: Any) -> np.ndarray:
+def to_numpy(t: torch.Tensor) -> Array:
     return np.asarray(t.detach().to("cpu").float().numpy() if t.is_floating_point() else t.detach().numpy())
 
 
-def materialise(value: Any, dump: Dump) -> Any:
+def materialise(value: object, dump: Dump) -> object:
     """Recorded argument structure -> torch values (tensors loaded from the dump)."""
 
     if isinstance(value, TensorRef):
@@ -179,7 +191,7 @@ def materialise(value: Any, dump: Dump) -> Any:
     return value
 
 
-def run(fn: Any, call: RecordedCall, dump: Dump) -> list[Any]:
+def run(fn: Callable[..., object], call: RecordedCall, dump: Dump) -> list[torch.Tensor]:
     """Run the call from ``dump``'s recorded inputs; the outputs as a flat list of tensors."""
     import torch
 
@@ -198,13 +210,13 @@ def run(fn: Any, call: RecordedCall, dump: Dump) -> list[Any]:
     return [t for t in _flatten(out) if isinstance(t, torch.Tensor)]
 
 
-def _flatten(value: Any) -> list[Any]:
+def _flatten(value: object) -> list[object]:
     if isinstance(value, list | tuple):
         return [x for v in value for x in _flatten(v)]
     return [value]
 
 
-def compare(a: np.ndarray, ref: np.ndarray) -> Comparison:
+def compare(a: Array, ref: Array) -> Comparison:
     """``a`` against ``ref`` in float64, NaN/Inf positions that agree left out."""
     if a.shape != ref.shape:
         if a.size != ref.size:

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from acc_agent.numerics.arrays import FloatArray
 
 # Percentile method: numpy's default "linear" interpolation, the one pyperf and most papers use.
 PERCENTILE_METHOD: Final = "linear"
@@ -117,10 +122,11 @@ class RatioCI:
     confidence: float
     resamples: int
     method: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
 
-def _stat(arr: Any, statistic: str) -> Any:
+def _stat(arr: FloatArray, statistic: str) -> FloatArray | np.float64:
+    """The statistic along the last axis: one value for a run, a value per row for a batch of resamples."""
     import numpy as np
 
     if statistic == "mean":
@@ -150,7 +156,7 @@ def bootstrap_ratio(
     point = float(_stat(targ, statistic) / _stat(base, statistic))
     rng = np.random.default_rng(seed)
     # Chunked so memory stays bounded for long runs (n x resamples floats per chunk).
-    ratios: list[Any] = []
+    ratios: list[FloatArray | np.float64] = []
     chunk = max(1, min(resamples, 2_000_000 // max(base.size, targ.size)))
     done = 0
     while done < resamples:

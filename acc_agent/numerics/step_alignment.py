@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from acc_agent.numerics.arrays import FloatArray
+
 UNIT_WORDS = {
     "iteration": "optimisation step",
     "epoch": "epoch",
@@ -30,7 +32,7 @@ def logging_interval(steps: ArrayLike) -> int | None:
     return int(round(gap)) if gap > 0 else None
 
 
-def _span(steps: np.ndarray) -> str:
+def _span(steps: FloatArray) -> str:
     return f"{int(steps[0])}-{int(steps[-1])}" if steps.size else "none"
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from acc_agent.numerics.arrays import Array, FloatArray
+
 _MAX_PERM_NDIM = 5
 
 
@@ -27,7 +29,7 @@ class TransformMatch:
     params: dict[str, object] = field(default_factory=dict)
 
 
-def _rel(target: np.ndarray, guess: np.ndarray) -> float:
+def _rel(target: FloatArray, guess: FloatArray) -> float:
     denom = float(np.linalg.norm(target))
     diff = float(np.linalg.norm(target - guess))
     if denom == 0.0:
@@ -35,7 +37,7 @@ def _rel(target: np.ndarray, guess: np.ndarray) -> float:
     return diff / denom
 
 
-def _fit_affine(g: np.ndarray, t: np.ndarray) -> tuple[float, float]:
+def _fit_affine(g: FloatArray, t: FloatArray) -> tuple[float, float]:
     """Least-squares ``t ~ scale * g + offset``."""
     gm, tm = float(g.mean()), float(t.mean())
     gc = g - gm
@@ -55,7 +57,7 @@ def _channel_axes(shape: tuple[int, ...]) -> list[int]:
     return []
 
 
-def _affine_candidates(g: np.ndarray, t: np.ndarray, label: str, budget: float) -> list[TransformMatch]:
+def _affine_candidates(g: FloatArray, t: FloatArray, label: str, budget: float) -> list[TransformMatch]:
     out: list[TransformMatch] = []
     scale, offset = _fit_affine(g, t)
     res = _rel(t, scale * g + offset)
@@ -87,7 +89,7 @@ def _affine_candidates(g: np.ndarray, t: np.ndarray, label: str, budget: float) 
     return out
 
 
-def explain_pair(golden: np.ndarray, target: np.ndarray, budget: float, *, input_side: bool) -> list[TransformMatch]:
+def explain_pair(golden: Array, target: Array, budget: float, *, input_side: bool) -> list[TransformMatch]:
     """Transformations under which ``target`` equals ``golden`` within ``budget`` (simplest first).
 
     ``input_side`` adds the preprocessing hypotheses (channel order, normalisation); a middle

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from acc_agent.numerics import budgets
+from acc_agent.numerics.arrays import Array, FloatArray
 from acc_agent.numerics.diagnosis.measure import STAT_KEYS, entry
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def describe(t: Tensor, golden: Dump | None, target: Dump | None) -> str | None:
     return _describe_stats(t, golden, target)
 
 
-def _arrays(t: Tensor, golden: Dump | None, target: Dump | None) -> tuple[np.ndarray, np.ndarray] | None:
+def _arrays(t: Tensor, golden: Dump | None, target: Dump | None) -> tuple[Array, Array] | None:
     if golden is None or target is None or t.m.measure != "tensor":
         return None
     try:
@@ -48,13 +49,13 @@ def _arrays(t: Tensor, golden: Dump | None, target: Dump | None) -> tuple[np.nda
     return np.asarray(g), np.asarray(x)
 
 
-def _as_float(a: np.ndarray) -> np.ndarray:
+def _as_float(a: Array) -> FloatArray:
     if a.dtype.kind in "fiub":
         return a.astype(np.float64)
     return np.asarray(a, dtype=np.float64)
 
 
-def _describe_arrays(g: np.ndarray, t: np.ndarray, dtype: str | None) -> str | None:
+def _describe_arrays(g: Array, t: Array, dtype: str | None) -> str | None:
     integer = g.dtype.kind in "iub" and t.dtype.kind in "iub"
     gf, tf = _as_float(g), _as_float(t)
     tol = max(4.0 * budgets.unit_roundoff(dtype), 1e-6)
@@ -81,7 +82,7 @@ def _describe_arrays(g: np.ndarray, t: np.ndarray, dtype: str | None) -> str | N
     return f"{share:.1%} of its elements differ (relative error above {tol:.1g})"
 
 
-def _describe_mask(g: np.ndarray, t: np.ndarray) -> str:
+def _describe_mask(g: FloatArray, t: FloatArray) -> str:
     differ = g != t
     share = float(differ.mean()) if differ.size else 0.0
     text = f"{int(differ.sum())} of {differ.size} elements differ ({share:.1%})"
@@ -101,11 +102,11 @@ def _describe_mask(g: np.ndarray, t: np.ndarray) -> str:
     return text
 
 
-def _band(a: np.ndarray) -> np.ndarray:
+def _band(a: FloatArray) -> FloatArray:
     return a[..., 2:-2, 2:-2] if a.shape[-1] > 4 else a
 
 
-def _diagonal_offset(a: np.ndarray) -> int | None:
+def _diagonal_offset(a: FloatArray) -> int | None:
     """k when the (last two axes of the) mask is triu(ones, k)-shaped (non-zero on and above diagonal k)."""
     m = a.reshape(-1, a.shape[-2], a.shape[-1])[0] != 0
     n = m.shape[-1]
@@ -117,14 +118,14 @@ def _diagonal_offset(a: np.ndarray) -> int | None:
     return None
 
 
-def _fit_scale(g: np.ndarray, t: np.ndarray) -> float | None:
+def _fit_scale(g: FloatArray, t: FloatArray) -> float | None:
     denom = float(np.dot(g.ravel(), g.ravel()))
     if denom == 0.0 or not math.isfinite(denom):
         return None
     return float(np.dot(g.ravel(), t.ravel()) / denom)
 
 
-def _close(t: np.ndarray, guess: np.ndarray, tol: float) -> bool:
+def _close(t: FloatArray, guess: FloatArray, tol: float) -> bool:
     denom = float(np.linalg.norm(t))
     diff = float(np.linalg.norm(t - guess))
     return diff <= tol * denom if denom > 0 else diff == 0.0

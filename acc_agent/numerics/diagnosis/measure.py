@@ -20,13 +20,14 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acc_agent.numerics import budgets
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump, DumpEntry
     from acc_agent.models.compare import DumpRow, TensorMetrics
+    from acc_agent.numerics.arrays import FloatArray
 
 STAT_KEYS = ("Max", "Min", "Mean", "Norm")
 #: How compare rows mark a metric that could not be computed because a tensor file could not be read.
@@ -237,9 +238,9 @@ def measure_rows(rows: list[DumpRow], golden: Dump | None, target: Dump | None, 
 
     out: list[Measured | None] = [None] * len(rows)
     idx: list[int] = []
-    g_rows: list[tuple[Any, ...]] = []
-    t_rows: list[tuple[Any, ...]] = []
-    b_rows: list[tuple[Any, ...]] = []
+    g_rows: list[tuple[float | None, ...]] = []
+    t_rows: list[tuple[float | None, ...]] = []
+    b_rows: list[tuple[float | None, ...]] = []
     numels: list[float] = []
     numel_of: dict[int, tuple[list[int], float]] = {}
     nan = math.nan
@@ -302,8 +303,8 @@ def measure_rows(rows: list[DumpRow], golden: Dump | None, target: Dump | None, 
         with np.errstate(all="ignore"):
             err = _bulk_stat_error(g_arr, t_arr, n_arr)
             bench_err = _bulk_stat_error(g_arr, b_arr, n_arr) if b_arr is not None else None
-            g_bad = (np.isinf(g_arr)).any(axis=0).tolist()
-            t_bad = (np.isinf(t_arr)).any(axis=0).tolist()
+            g_bad = np.any(np.isinf(g_arr), axis=0).tolist()
+            t_bad = np.any(np.isinf(t_arr), axis=0).tolist()
             norm_ok = np.isfinite(g_arr[3]) & np.isfinite(t_arr[3]) & (g_arr[3] > 0)
             norm_err = np.where(norm_ok, np.abs(t_arr[3] - g_arr[3]) / np.where(norm_ok, g_arr[3], 1.0), np.nan)
         errs = err.tolist()
@@ -340,7 +341,7 @@ def measure_rows(rows: list[DumpRow], golden: Dump | None, target: Dump | None, 
 _STAT_GETTER = operator.itemgetter(*STAT_KEYS)
 
 
-def _stat_array(rows: list[tuple[Any, ...]]) -> Any:
+def _stat_array(rows: list[tuple[float | None, ...]]) -> FloatArray:
     """(4, n) float64 array of Max/Min/Mean/Norm tuples; None (an empty tensor's statistics) reads as NaN."""
     import numpy as np
 
@@ -350,14 +351,14 @@ def _stat_array(rows: list[tuple[Any, ...]]) -> Any:
         return np.array([[_as_float(v) for v in r] for r in rows], dtype=np.float64).reshape(-1, 4).T
 
 
-def _as_float(v: Any) -> float:
+def _as_float(v: float | None) -> float:
     try:
         return math.nan if v is None else float(v)
     except (TypeError, ValueError):
         return math.nan
 
 
-def _bulk_stat_error(g: Any, o: Any, numel: Any) -> Any:
+def _bulk_stat_error(g: FloatArray, o: FloatArray, numel: FloatArray) -> FloatArray:
     """:func:`stat_error` on columns (rows of Max, Min, Mean, Norm); NaN where it is undefined."""
     import numpy as np
 
@@ -452,7 +453,7 @@ def _may_hold_fill(stats: dict[str, float | None]) -> bool:
     return any(isinstance(v, float | int) and not isinstance(v, bool) and _fill_like(float(v)) for v in (lo, hi))
 
 
-def _fill_value(x: Any) -> float | None:
+def _fill_value(x: FloatArray) -> float | None:
     """The large constant filling at least FILL_SHARE (and not all) of ``x``, or None."""
     import numpy as np
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from acc_agent.numerics import budgets
+from acc_agent.numerics.arrays import FloatArray
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -93,14 +94,14 @@ class _Args:
         for s in (getattr(dump, "scalars", None) or {}).get(key, []):
             self.scalars[s.name[len(key) + 1:].removeprefix("input.")] = s.value
 
-    def tensor(self, *keys: str) -> np.ndarray | None:
+    def tensor(self, *keys: str) -> FloatArray | None:
         for k in keys:
             name = self._names.get(k)
             if name is not None:
                 return self._load(name)
         return None
 
-    def output(self) -> np.ndarray | None:
+    def output(self) -> FloatArray | None:
         return self._load(self._outputs[0]) if self._outputs else None
 
     def scalar(self, *keys: str) -> object:
@@ -109,7 +110,7 @@ class _Args:
                 return self.scalars[k]
         return None
 
-    def _load(self, name: str) -> np.ndarray | None:
+    def _load(self, name: str) -> FloatArray | None:
         if self._dump is None:
             return None
         try:
@@ -143,7 +144,7 @@ def probe(node: Node, golden: Dump | None, target: Dump | None, dtype: str | Non
 _PROBE_ELEMENTS = 1 << 16
 
 
-def _sampled(arrays: list[np.ndarray | None], trailing: int) -> list[np.ndarray | None]:
+def _sampled(arrays: list[FloatArray | None], trailing: int) -> list[FloatArray | None]:
     """The same evenly spaced rows of every array (rows = the leading dims, ``trailing`` dims kept whole)."""
     first = next((a for a in arrays if a is not None), None)
     if first is None or first.size <= _PROBE_ELEMENTS:
@@ -155,7 +156,7 @@ def _sampled(arrays: list[np.ndarray | None], trailing: int) -> list[np.ndarray 
     if lead <= rows:
         return arrays
     idx = np.unique(np.linspace(0, lead - 1, rows).astype(np.int64))
-    out: list[np.ndarray | None] = []
+    out: list[FloatArray | None] = []
     for a in arrays:
         if a is None or a.ndim < trailing or int(np.prod(a.shape[:a.ndim - trailing] or (1,))) != lead:
             out.append(a if a is None else None)
@@ -170,7 +171,7 @@ def _tolerance(dtype: str | None) -> float:
     return max(_FIT_ROUNDINGS * budgets.unit_roundoff(dtype), 1e-6)
 
 
-def _residual(y: np.ndarray, ref: np.ndarray) -> float:
+def _residual(y: FloatArray, ref: FloatArray) -> float:
     """Relative L2 distance of ``y`` from ``ref`` (inf when shapes differ)."""
     if y.shape != ref.shape:
         if y.size != ref.size:
@@ -184,7 +185,7 @@ def _residual(y: np.ndarray, ref: np.ndarray) -> float:
     return num / denom
 
 
-def _pick(target_out: np.ndarray, golden_out: np.ndarray | None, hypotheses: dict[str, np.ndarray],
+def _pick(target_out: FloatArray, golden_out: FloatArray | None, hypotheses: dict[str, FloatArray],
           tol: float) -> tuple[str, float] | None:
     """The hypothesis that reproduces the target output (and not the golden one), with its residual."""
     fits = sorted(((_residual(target_out, y), name) for name, y in hypotheses.items()), key=lambda x: x[0])
@@ -226,12 +227,12 @@ def _gelu(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
 _GELU_WORDS = {"erf": "exact (erf)", "tanh": "tanh-approximated", "sigmoid": "sigmoid-approximated (quick, x*sigmoid(1.702x))"}
 
 
-def _gelu_erf(x: np.ndarray) -> np.ndarray:
+def _gelu_erf(x: FloatArray) -> FloatArray:
     erf = np.frompyfunc(math.erf, 1, 1)
     return 0.5 * x * (1.0 + np.asarray(erf(x / math.sqrt(2.0)), dtype=np.float64))
 
 
-def _norm_axes(x: np.ndarray, weight: np.ndarray | None) -> tuple[int, ...]:
+def _norm_axes(x: FloatArray, weight: FloatArray | None) -> tuple[int, ...]:
     k = weight.ndim if weight is not None and weight.ndim >= 1 else 1
     return tuple(range(x.ndim - k, x.ndim))
 
@@ -282,7 +283,7 @@ def _batch_norm(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
     shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
     axes = (0, *range(2, x.ndim))
 
-    def affine(z: np.ndarray) -> np.ndarray:
+    def affine(z: FloatArray) -> FloatArray:
         if w is not None and w.size == x.shape[1]:
             z = z * w.reshape(shape)
         if b is not None and b.size == x.shape[1]:
@@ -378,7 +379,7 @@ def _follows(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
     if x is None or y is None:
         return None
     name = key.lower()
-    fn: Callable[[np.ndarray], np.ndarray] | None = None
+    fn: Callable[[FloatArray], FloatArray] | None = None
     if "silu" in name or "swish" in name:
         fn = lambda v: v / (1.0 + np.exp(-v))  # noqa: E731
     elif "relu" in name:
@@ -395,7 +396,7 @@ def _follows(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
     return _follows_from(y, fn(x), tol, key)
 
 
-def _follows_from(y: np.ndarray, ref: np.ndarray, tol: float, key: str) -> Probe | None:
+def _follows_from(y: FloatArray, ref: FloatArray, tol: float, key: str) -> Probe | None:
     res = _residual(y, ref)
     if res <= tol:
         return Probe("output_follows_inputs", f"re-computing {key} in float64 from the target's own recorded inputs "
@@ -408,7 +409,7 @@ def _follows_from(y: np.ndarray, ref: np.ndarray, tol: float, key: str) -> Probe
     return None
 
 
-def _not_from_inputs(y: np.ndarray, hyps: dict[str, np.ndarray], tol: float, key: str) -> Probe | None:
+def _not_from_inputs(y: FloatArray, hyps: dict[str, FloatArray], tol: float, key: str) -> Probe | None:
     best = min((_residual(y, h) for h in hyps.values()), default=math.inf)
     if math.isfinite(best) and best > _FIT_MARGIN * tol:
         return Probe("output_not_from_inputs", f"none of the usual variants of {key} (re-computed in float64 from the "
@@ -417,7 +418,7 @@ def _not_from_inputs(y: np.ndarray, hyps: dict[str, np.ndarray], tol: float, key
     return None
 
 
-def _as_number(v: Any) -> float | None:
+def _as_number(v: object) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float):
         return None
     return float(v)
