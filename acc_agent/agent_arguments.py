@@ -11,17 +11,25 @@ import json
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
 
 from pydantic import BaseModel
 
 from acc_agent.agent_schema import FULL_RESULT_ARG
 from acc_agent.errors import AccAgentError
+from acc_agent.json_types import JsonObject
 from acc_agent.registry import get_tool
 from acc_agent.tools.spec import ToolSpec
 
 
-def _wants_object(annotation: Any) -> bool:
+@dataclass(frozen=True)
+class ListOf:
+    """A ``list[item]`` annotation: its items are walked with ``item``."""
+
+    item: object
+
+
+def _wants_object(annotation: object) -> bool:
     """Whether a field takes a mapping or a model (and so may arrive as a JSON string)."""
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
@@ -33,7 +41,7 @@ def _wants_object(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
-def _model_of(annotation: Any) -> Any:
+def _model_of(annotation: object) -> type[BaseModel] | ListOf | None:
     """The pydantic model or list-item type inside Optional/Annotated wrappers, else None."""
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
@@ -45,15 +53,15 @@ def _model_of(annotation: Any) -> Any:
         return annotation
     if origin is list:
         args = typing.get_args(annotation)
-        return ("list", args[0]) if args else None
+        return ListOf(args[0]) if args else None
     return None
 
 
-def _drop_nested_nulls(value: Any, annotation: Any) -> Any:
+def _drop_nested_nulls(value: object, annotation: object) -> object:
     """In nested models, ``null`` for a field with a default means "not given" (OpenAI strict)."""
     target = _model_of(annotation)
-    if isinstance(target, tuple) and isinstance(value, list):
-        return [_drop_nested_nulls(v, target[1]) for v in value]
+    if isinstance(target, ListOf) and isinstance(value, list):
+        return [_drop_nested_nulls(v, target.item) for v in value]
     if isinstance(target, type) and issubclass(target, BaseModel) and isinstance(value, dict):
         fields = target.model_fields
         return {
@@ -64,7 +72,7 @@ def _drop_nested_nulls(value: Any, annotation: Any) -> Any:
     return value
 
 
-def prepare_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+def prepare_arguments(spec: ToolSpec, arguments: Mapping[str, object]) -> tuple[dict[str, object], bool]:
     """Turn function-call arguments into input-model arguments, and say whether the full result is wanted.
 
     Drops ``null`` for optional fields (OpenAI strict sends it for "not given"), decodes maps sent as
@@ -86,7 +94,7 @@ def prepare_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> tuple[dic
             field=FULL_RESULT_ARG,
         )
     fields = spec.input_model.model_fields
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in args.items():
         finfo = fields.get(key)
         if finfo is not None and value is None and not finfo.is_required():
@@ -110,7 +118,7 @@ def prepare_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> tuple[dic
     return out, bool(full)
 
 
-def call_for_agent(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def call_for_agent(name: str, arguments: Mapping[str, object]) -> JsonObject:
     """Run a tool from a function call and return what the agent should read (compact by default).
 
     Bad input raises :class:`AccAgentError`; callers turn it into the API's error result.

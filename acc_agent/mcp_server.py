@@ -24,11 +24,12 @@ import logging
 import sys
 import threading
 import typing
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, ResourceLink, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, ContentBlock, ResourceLink, TextContent, ToolAnnotations
 from mcp_types import Tool as MCPTool
 
 from acc_agent import __version__, frontend, progress
@@ -37,6 +38,9 @@ from acc_agent.agent_schema import lean_description, lean_input_schema
 from acc_agent.digest import answer, output_schema
 from acc_agent.errors import AccAgentError
 from acc_agent.registry import ToolSpec, all_tools
+
+if TYPE_CHECKING:
+    import anyio
 
 log = logging.getLogger("acc_agent.mcp")
 
@@ -68,7 +72,7 @@ def _error_result(err: AccAgentError) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=body, is_error=True)
 
 
-def run_tool(spec: ToolSpec, arguments: typing.Mapping[str, Any]) -> CallToolResult:
+def run_tool(spec: ToolSpec, arguments: typing.Mapping[str, object]) -> CallToolResult:
     """Validate, run and shape one call; never raises except :class:`progress.Cancelled`.
 
     Runs with MCP phrasing, so hints a tool builds name arguments and tool calls, not CLI flags.
@@ -92,7 +96,7 @@ def run_tool(spec: ToolSpec, arguments: typing.Mapping[str, Any]) -> CallToolRes
                     hint="This is a bug in acc-agent, not in your input; the server log (stderr) has the traceback.",
                 )
             )
-    content: list[Any] = [TextContent(type="text", text=reply.text)]
+    content: list[ContentBlock] = [TextContent(type="text", text=reply.text)]
     for f in reply.files:
         try:
             size = f.path.stat().st_size
@@ -104,14 +108,14 @@ def run_tool(spec: ToolSpec, arguments: typing.Mapping[str, Any]) -> CallToolRes
     return CallToolResult(content=content, structured_content=reply.structured, is_error=False)
 
 
-class AccAgentMCPServer(MCPServer):
+class AccAgentMCPServer(MCPServer[object]):
     """``MCPServer`` listing and calling the registry's tools through its public overridable methods."""
 
     def __init__(self, specs: dict[str, ToolSpec]) -> None:
         super().__init__(name="acc-agent", version=__version__, instructions=INSTRUCTIONS)
         self._specs = specs
         self._listed = [tool_entry(spec) for spec in specs.values()]
-        self._call_lock: Any = None  # created inside the event loop on first use
+        self._call_lock: anyio.Lock | None = None  # created inside the event loop on first use
 
     @property
     def specs(self) -> dict[str, ToolSpec]:
@@ -120,7 +124,8 @@ class AccAgentMCPServer(MCPServer):
     async def list_tools(self) -> list[MCPTool]:
         return list(self._listed)
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+    async def call_tool(self, name: str, arguments: dict[str, object],
+                        context: Context[object, object] | None = None) -> CallToolResult:
         spec = self._specs.get(name)
         if spec is None:
             return _error_result(
@@ -140,7 +145,8 @@ class AccAgentMCPServer(MCPServer):
             return await _run_in_thread(spec, arguments, context)
 
 
-async def _run_in_thread(spec: ToolSpec, arguments: dict[str, Any], context: Any) -> CallToolResult:
+async def _run_in_thread(spec: ToolSpec, arguments: dict[str, object],
+                         context: Context[object, object] | None) -> CallToolResult:
     """Run a synchronous tool in a worker thread, relaying its progress and honouring cancellation.
 
     The worker thread keeps the session answering pings while a tool computes. Progress goes to
@@ -189,7 +195,7 @@ async def _run_in_thread(spec: ToolSpec, arguments: dict[str, Any], context: Any
     return box["result"]
 
 
-def _add_skill_resources(server: MCPServer) -> int:
+def _add_skill_resources(server: MCPServer[object]) -> int:
     """Offer the skill files as resources, for agents that speak MCP but do not load skill folders.
 
     Absent skills (an install without the ``skills/`` folder) leave the tools working; nothing fails.

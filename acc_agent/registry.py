@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 from collections.abc import Mapping
-from typing import Any
 
 from acc_agent.errors import AccAgentError
 from acc_agent.models.common import ToolOutput
@@ -65,6 +64,6 @@ def get_tool(name: str) -> ToolSpec:
     return tools[key]
 
 
-def call_tool(name: str, arguments: Mapping[str, Any]) -> ToolOutput:
+def call_tool(name: str, arguments: Mapping[str, object]) -> ToolOutput:
     """Validate and run one tool by name: the entry point for MCP and for scripts."""
     return get_tool(name).run(arguments)
