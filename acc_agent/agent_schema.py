@@ -8,14 +8,13 @@ neither imports the other.
 from __future__ import annotations
 
 import re
-import typing
-from typing import Any
 
+from acc_agent.json_types import JsonObject, JsonValue
 from acc_agent.tools.spec import ToolSpec
 
 #: Extra argument every agent-facing tool takes: the complete result instead of the compact one.
 FULL_RESULT_ARG = "full_result"
-FULL_RESULT_SCHEMA: dict[str, Any] = {
+FULL_RESULT_SCHEMA: JsonObject = {
     "type": "boolean",
     "default": False,
     "description": "Return the complete result inline. By default long lists are shortened to the worst "
@@ -23,13 +22,17 @@ FULL_RESULT_SCHEMA: dict[str, Any] = {
 }
 
 
-def _drop_titles(node: Any) -> Any:
+def _drop_titles(node: JsonValue) -> JsonValue:
     """Titles repeat the property names; agents pay for every token."""
     if isinstance(node, dict):
-        return {k: _drop_titles(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+        return _drop_object_titles(node)
     if isinstance(node, list):
         return [_drop_titles(v) for v in node]
     return node
+
+
+def _drop_object_titles(node: JsonObject) -> JsonObject:
+    return {k: _drop_titles(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
 
 
 def append_sentence(text: str, more: str) -> str:
@@ -39,16 +42,18 @@ def append_sentence(text: str, more: str) -> str:
     return text + (" " if text.rstrip()[-1:] in ".:;!?)" else ". ") + more
 
 
-def input_schema(spec: ToolSpec, *, with_full_result: bool = True) -> dict[str, Any]:
+def input_schema(spec: ToolSpec, *, with_full_result: bool = True) -> JsonObject:
     """The flat argument schema of a tool: its input model's fields, plus ``full_result``.
 
     The model's docstring (written for maintainers) and the per-field titles are left out: the
     tool description and the field descriptions are what an agent needs.
     """
-    schema = _drop_titles(spec.input_model.model_json_schema())
+    schema = _drop_object_titles(spec.input_model.model_json_schema())
     schema.pop("description", None)
-    if with_full_result and FULL_RESULT_ARG not in schema.get("properties", {}):
-        schema.setdefault("properties", {})[FULL_RESULT_ARG] = dict(FULL_RESULT_SCHEMA)
+    if with_full_result:
+        properties = schema.setdefault("properties", {})
+        if isinstance(properties, dict) and FULL_RESULT_ARG not in properties:
+            properties[FULL_RESULT_ARG] = dict(FULL_RESULT_SCHEMA)
     schema["type"] = "object"
     schema["additionalProperties"] = False
     return schema
@@ -109,21 +114,31 @@ def _short(text: str, limit: int = ARG_DESCRIPTION_MAX) -> str:
     return window.rstrip(" ,;:-—") + "…"
 
 
-def _lean_node(node: Any, fields: set[str]) -> Any:
+def _lean_node(node: JsonValue, fields: set[str]) -> JsonValue:
+    """:func:`_lean_object` of every object inside ``node``."""
+    if isinstance(node, list):
+        return [_lean_node(v, fields) for v in node]
+    if isinstance(node, dict):
+        return _lean_object(node, fields)
+    return node
+
+
+def _without_description(node: JsonValue) -> JsonValue:
+    return {n: d for n, d in node.items() if n != "description"} if isinstance(node, dict) else node
+
+
+def _lean_object(node: JsonObject, fields: set[str]) -> JsonObject:
     """One property schema without what costs tokens and tells an agent nothing.
 
     ``anyOf [X, null]`` with a null default becomes X (leaving an argument out is how an MCP
     caller says "not given"; a ``null`` sent anyway is still accepted), ``format: path`` and
     null defaults go, and descriptions name this tool's arguments instead of its CLI flags.
     """
-    if isinstance(node, list):
-        return [_lean_node(v, fields) for v in node]
-    if not isinstance(node, dict):
-        return node
     node = dict(node)
     options = node.get("anyOf")
-    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options and node.get("default") is None:
-        inner = next(o for o in options if o != {"type": "null"})
+    inner = next((o for o in options if o != {"type": "null"}), None) if isinstance(options, list) else None
+    if (isinstance(options, list) and len(options) == 2 and {"type": "null"} in options and node.get("default") is None
+            and isinstance(inner, dict)):
         node.pop("anyOf")
         node.pop("default", None)
         node = {**inner, **node}
@@ -134,35 +149,39 @@ def _lean_node(node: Any, fields: set[str]) -> Any:
         default == "" and node.get("type") == "string"
     ):
         node.pop("default")  # absent means null, a flag left out false, a text left out empty: saying so costs bytes
-    if isinstance(node.get("description"), str):
-        node["description"] = _short(_mcp_words(node["description"], fields))
-    if isinstance(node.get("properties"), dict):
-        node["properties"] = {k: _lean_node(v, fields) for k, v in node["properties"].items()}
-    if isinstance(node.get("$defs"), dict):
+    description, properties, definitions = node.get("description"), node.get("properties"), node.get("$defs")
+    if isinstance(description, str):
+        node["description"] = _short(_mcp_words(description, fields))
+    if isinstance(properties, dict):
+        node["properties"] = {k: _lean_node(v, fields) for k, v in properties.items()}
+    if isinstance(definitions, dict):
         # A definition is reached through a property that has its own description: say it once.
-        node["$defs"] = {k: {n: d for n, d in _lean_node(v, fields).items() if n != "description"}
-                         for k, v in node["$defs"].items()}
+        node["$defs"] = {k: _without_description(_lean_node(v, fields)) for k, v in definitions.items()}
     for key in ("items", "anyOf", "additionalProperties"):
-        if isinstance(node.get(key), (dict, list)):
-            node[key] = _lean_node(node[key], fields)
+        sub = node.get(key)
+        if isinstance(sub, (dict, list)):
+            node[key] = _lean_node(sub, fields)
     return node
 
 
-def _optional_description(prop: dict[str, Any]) -> None:
+def _optional_description(prop: JsonObject) -> None:
     """An optional argument's description, shortened; dropped for a knob whose gloss would be cut.
 
     A setting with a default (``top: 12``, ``probe: auto|on|off``) is told by its name, default
     and range; a gloss cut mid-way adds little to that. Arguments without a default (optional
     input files, an overriding value) keep their gloss: the name alone does not say what to pass.
     """
-    short = _short(prop["description"], OPTIONAL_DESCRIPTION_MAX)
+    description = prop.get("description")
+    if not isinstance(description, str):
+        return
+    short = _short(description, OPTIONAL_DESCRIPTION_MAX)
     if "default" in prop and short.endswith("…"):
         del prop["description"]
     else:
         prop["description"] = short
 
 
-def lean_input_schema(spec: ToolSpec) -> dict[str, Any]:
+def lean_input_schema(spec: ToolSpec) -> JsonObject:
     """The argument schema MCP publishes: the input model's, made lean (see :func:`_lean_node`).
 
     Types, enums, ranges and required fields stay, so what an agent reads is what
@@ -173,17 +192,22 @@ def lean_input_schema(spec: ToolSpec) -> dict[str, Any]:
     """
     schema = input_schema(spec, with_full_result=False)
     fields = set(spec.input_model.model_fields)
-    lean = _lean_node(schema, fields)
+    lean = _lean_object(schema, fields)
     lean.pop("additionalProperties", None)
-    required = set(lean.get("required", []))
-    for name, prop in lean.get("properties", {}).items():
-        if isinstance(prop.get("description"), str) and name not in required:
+    listed = lean.get("required")
+    required = {name for name in listed if isinstance(name, str)} if isinstance(listed, list) else set()
+    for name, prop in _objects(lean.get("properties")).items():
+        if name not in required:
             _optional_description(prop)
-    for definition in lean.get("$defs", {}).values():
-        for prop in definition.get("properties", {}).values():
-            if isinstance(prop.get("description"), str):
-                _optional_description(prop)
-    return typing.cast(dict[str, Any], lean)
+    for definition in _objects(lean.get("$defs")).values():
+        for prop in _objects(definition.get("properties")).values():
+            _optional_description(prop)
+    return lean
+
+
+def _objects(node: JsonValue) -> dict[str, JsonObject]:
+    """The entries of a JSON object that are objects themselves (properties, definitions)."""
+    return {k: v for k, v in node.items() if isinstance(v, dict)} if isinstance(node, dict) else {}
 
 
 def lean_description(spec: ToolSpec) -> str:

@@ -22,10 +22,11 @@ import copy
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from acc_agent.agent_schema import append_sentence, input_schema, tool_description
 from acc_agent.errors import AccAgentError
+from acc_agent.json_types import JsonObject, JsonValue
 from acc_agent.registry import all_tools
 from acc_agent.tools.spec import ToolSpec
 
@@ -52,7 +53,13 @@ _CONSTRAINT_WORDS = {
 _JSON_STRING_NOTE = "Pass a JSON object encoded as a string."
 
 
-def _is_map(node: Mapping[str, Any]) -> bool:
+def _text(node: JsonObject, key: str) -> str:
+    """A string keyword of a schema (a description), empty when absent."""
+    value = node.get(key, "")
+    return value if isinstance(value, str) else str(value)
+
+
+def _is_map(node: Mapping[str, JsonValue]) -> bool:
     """An object schema whose keys are free (``dict[str, X]``): strict modes cannot express it."""
     if node.get("type") != "object" or "properties" in node:
         return False
@@ -60,11 +67,11 @@ def _is_map(node: Mapping[str, Any]) -> bool:
     return extra is not False
 
 
-def _describe_constraints(node: dict[str, Any], keys: set[str]) -> None:
+def _describe_constraints(node: JsonObject, keys: set[str]) -> None:
     """Move keywords an API refuses into the description so the model still reads them."""
     words = [_CONSTRAINT_WORDS[k].format(node[k]) for k in _CONSTRAINT_WORDS if k in node and k not in keys]
     if words:
-        node["description"] = append_sentence(node.get("description", ""), "Constraints: " + ", ".join(words) + ".")
+        node["description"] = append_sentence(_text(node, "description"), "Constraints: " + ", ".join(words) + ".")
 
 
 class _Strictifier:
@@ -75,17 +82,21 @@ class _Strictifier:
         self.keys = _OPENAI_KEYS if api == "openai" else _ANTHROPIC_KEYS
         self.formats = _OPENAI_FORMATS if api == "openai" else _ANTHROPIC_FORMATS
 
-    def node(self, node: Any) -> Any:
-        if not isinstance(node, dict):
-            return node
+    def node(self, node: JsonValue) -> JsonValue:
+        return self.object(node) if isinstance(node, dict) else node
+
+    def object(self, node: JsonObject) -> JsonObject:
         node = dict(node)
-        if "allOf" in node and len(node["allOf"]) == 1:  # pydantic's old "$ref + description" form
-            inner = node.pop("allOf")[0]
-            node = {**inner, **node}
+        all_of = node.get("allOf")
+        if isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], dict):
+            # pydantic's old "$ref + description" form
+            node.pop("allOf")
+            node = {**all_of[0], **node}
         if _is_map(node):
-            return {"type": "string", "description": append_sentence(node.get("description", ""), _JSON_STRING_NOTE)}
-        if "prefixItems" in node:  # tuples: strict modes have no positional items
-            elems = [self.node(e) for e in node.pop("prefixItems")]
+            return {"type": "string", "description": append_sentence(_text(node, "description"), _JSON_STRING_NOTE)}
+        prefix_items = node.pop("prefixItems", None)
+        if isinstance(prefix_items, list):  # tuples: strict modes have no positional items
+            elems = [self.node(e) for e in prefix_items]
             node["items"] = (
                 elems[0] if len({json.dumps(e, sort_keys=True) for e in elems}) == 1 else {"anyOf": elems}
             )
@@ -100,19 +111,22 @@ class _Strictifier:
                     node["default"] = default
                 else:
                     node["description"] = append_sentence(
-                        node.get("description", ""), f"Default: {json.dumps(default)}."
+                        _text(node, "description"), f"Default: {json.dumps(default)}."
                     )
         keys = self.keys
-        if self.api == "anthropic" and node.get("minItems", 0) > 1:  # Anthropic takes only 0 or 1
+        min_items = node.get("minItems", 0)
+        if self.api == "anthropic" and isinstance(min_items, int) and min_items > 1:  # Anthropic takes only 0 or 1
             keys = keys - {"minItems"}
         _describe_constraints(node, keys)
         if node.get("type") == "object" or "properties" in node:
             node["type"] = "object"
-            props = {k: self.node(v) for k, v in node.get("properties", {}).items()}
-            required = list(node.get("required", []))
+            given = node.get("properties", {})
+            props = {k: self.node(v) for k, v in given.items()} if isinstance(given, dict) else {}
+            listed = node.get("required", [])
+            required: list[JsonValue] = list(listed) if isinstance(listed, list) else []
             if self.api == "openai":
                 for key, sub in props.items():
-                    if key not in required:
+                    if key not in required and isinstance(sub, dict):
                         props[key] = _nullable(sub)
                 required = list(props)
             node["properties"] = props
@@ -120,22 +134,24 @@ class _Strictifier:
             node["additionalProperties"] = False
         if "items" in node:
             node["items"] = self.node(node["items"])
-        if "anyOf" in node:
-            node["anyOf"] = [self.node(n) for n in node["anyOf"]]
-        if "$defs" in node:
-            node["$defs"] = {k: self.node(v) for k, v in node["$defs"].items()}
+        any_of, definitions = node.get("anyOf"), node.get("$defs")
+        if isinstance(any_of, list):
+            node["anyOf"] = [self.node(n) for n in any_of]
+        if isinstance(definitions, dict):
+            node["$defs"] = {k: self.node(v) for k, v in definitions.items()}
         return {k: v for k, v in node.items() if k in keys}
 
 
-def _nullable(node: dict[str, Any]) -> dict[str, Any]:
+def _nullable(node: JsonObject) -> JsonObject:
     """Allow ``null`` in a schema (OpenAI's spelling of "optional")."""
-    if "anyOf" in node:
-        if not any(n.get("type") == "null" for n in node["anyOf"]):
-            node = {**node, "anyOf": [*node["anyOf"], {"type": "null"}]}
+    any_of = node.get("anyOf")
+    if isinstance(any_of, list):
+        if not any(isinstance(n, dict) and n.get("type") == "null" for n in any_of):
+            node = {**node, "anyOf": [*any_of, {"type": "null"}]}
         return node
     if "$ref" in node:
         desc = node.get("description")
-        out: dict[str, Any] = {"anyOf": [{"$ref": node["$ref"]}, {"type": "null"}]}
+        out: JsonObject = {"anyOf": [{"$ref": node["$ref"]}, {"type": "null"}]}
         if desc:
             out["description"] = desc
         return out
@@ -146,17 +162,15 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
         node = {**node, "type": [*typ, "null"]}
     elif typ is None:
         return {"anyOf": [node, {"type": "null"}]}
-    if "enum" in node and None not in node["enum"]:
-        node["enum"] = [*node["enum"], None]
+    enum = node.get("enum")
+    if isinstance(enum, list) and None not in enum:
+        node["enum"] = [*enum, None]
     return node
 
 
-def strict_schema(schema: dict[str, Any], api: Literal["openai", "anthropic"]) -> dict[str, Any]:
+def strict_schema(schema: JsonObject, api: Literal["openai", "anthropic"]) -> JsonObject:
     """``schema`` rewritten for ``api``'s strict mode (the input is not modified)."""
-    out = _Strictifier(api).node(copy.deepcopy(schema))
-    if not isinstance(out, dict):  # pragma: no cover - input schemas are objects
-        raise TypeError("tool schema must be an object")
-    return out
+    return _Strictifier(api).object(copy.deepcopy(schema))
 
 
 def _check_name(name: str) -> str:
@@ -169,7 +183,7 @@ def _check_name(name: str) -> str:
     return name
 
 
-def openai_tool(spec: ToolSpec) -> dict[str, Any]:
+def openai_tool(spec: ToolSpec) -> JsonObject:
     """Chat Completions form; the Responses API takes the inner ``function`` keys flat."""
     return {
         "type": "function",
@@ -182,12 +196,14 @@ def openai_tool(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
-def openai_responses_tool(spec: ToolSpec) -> dict[str, Any]:
+def openai_responses_tool(spec: ToolSpec) -> JsonObject:
     """Responses API form: the Chat Completions function keys, flat."""
-    return {"type": "function", **openai_tool(spec)["function"]}
+    function = openai_tool(spec)["function"]
+    assert isinstance(function, dict)  # built just above by openai_tool
+    return {"type": "function", **function}
 
 
-def anthropic_tool(spec: ToolSpec) -> dict[str, Any]:
+def anthropic_tool(spec: ToolSpec) -> JsonObject:
     """Messages API form."""
     return {
         "name": _check_name(spec.name),
@@ -197,7 +213,7 @@ def anthropic_tool(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
-def mcp_tools() -> list[dict[str, Any]]:
+def mcp_tools() -> list[JsonObject]:
     """What ``acc-agent mcp`` answers to ``tools/list``, in wire form (camelCase keys)."""
     from acc_agent.mcp_loader import mcp_server_module
 
@@ -205,7 +221,7 @@ def mcp_tools() -> list[dict[str, Any]]:
 
     import anyio
 
-    async def listed() -> list[dict[str, Any]]:
+    async def listed() -> list[JsonObject]:
         return [
             t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in await server.list_tools()
         ]
@@ -213,7 +229,7 @@ def mcp_tools() -> list[dict[str, Any]]:
     return anyio.run(listed)
 
 
-def tool_definitions(fmt: str) -> list[dict[str, Any]]:
+def tool_definitions(fmt: str) -> list[JsonObject]:
     """Every registered tool in the requested API's form."""
     if fmt == "openai":
         return [openai_tool(s) for s in all_tools().values()]
