@@ -74,3 +74,28 @@ def test_contract_rejects_an_upward_import(tmp_path: Path, capsys: pytest.Captur
     report = capsys.readouterr().out
     assert code != cli.EXIT_STATUS_SUCCESS
     assert "acc_agent.tools.training_log -> acc_agent.registry" in report
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    """A leading underscore means "this module's own": importing it elsewhere couples the two silently.
+
+    A private module (``tools/_stat_rows.py``) may be imported by modules of its own package only.
+    """
+    import ast
+
+    found: list[str] = []
+    for path in sorted((REPO / "acc_agent").rglob("*.py")):
+        module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("acc_agent")):
+                continue
+            where = f"{path.relative_to(REPO)}:{node.lineno}"
+            found += [f"{where}: {node.module}.{a.name}" for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]
+            parts = node.module.split(".")
+            for i, part in enumerate(parts):
+                owner = ".".join(parts[:i])
+                if part.startswith("_") and not part.startswith("__") and not (package + ".").startswith(owner + "."):
+                    found.append(f"{where}: private module {node.module}")
+    assert not found, "private names imported across modules:\n" + "\n".join(found)
