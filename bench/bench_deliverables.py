@@ -15,10 +15,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from acc_agent.app.report import render_all
 from acc_agent.app.workflow import run_workflow
 from acc_agent.io.project_file import load_project
 from acc_agent.render.checks import check_folder
-from acc_agent.render.deliverables import render_all, render_text
+from acc_agent.render.deliverables import render_text
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from acc_agent.app.report import render_all
 from acc_agent.app.workflow import run_workflow
 from acc_agent.io.project_file import load_project
 from acc_agent.render.checks import check_folder, check_markdown
-from acc_agent.render.deliverables import render_all
 
 REPO = Path(__file__).resolve().parents[1]
 HEAD = "# Compare — x\n\n<!-- acc-agent doc=Summary lang=en -->\n\n"

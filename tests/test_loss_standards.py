@@ -282,13 +282,13 @@ def test_text_and_report_never_show_machine_names(pair: Callable[..., CompareLos
     for raw in ("mean_relative_error", "first_step", "insufficient_data", "'", "CriterionResult", "None"):
         assert raw not in out.summary, raw
     assert "mean_relative_error" not in text and "NOT met" in text and "1.50 % > 1 %" in text
-    from acc_agent.render.context import Ctx
+    from acc_agent.render.cells import Ctx
     from acc_agent.render.curve_cells import curve_cells
 
     for lang, word in (("en", "curves diverge"), ("zh", "曲线偏离")):
-        cells = curve_cells(Ctx(lang), out.model_dump(), "acc-agent compare-loss-curves b t")
-        assert word in str(cells["curves"]) and "diverged" not in str(cells["curves"]).split("—")[0]
-        rows = [[str(c) for c in row] for row in cells["curve_criteria"]]
+        cells = curve_cells(Ctx(lang), out, "acc-agent compare-loss-curves b t")
+        assert word in str(cells.curves) and "diverged" not in str(cells.curves).split("—")[0]
+        rows = [[str(c) for c in row] for row in cells.criteria]
         assert len(rows) == 3 and not any(re.search(r"\b[a-z]+_[a-z_]+\b", cell) for row in rows for cell in row[:3])
         assert any("1.50 %" in row[1] and "≤ 1 %" in row[2] for row in rows)
 

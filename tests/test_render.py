@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from acc_agent.app.workflow import WorkflowResult, run_workflow
+from acc_agent.app.report import render_all
+from acc_agent.app.workflow import run_workflow
 from acc_agent.io.project_file import load_project, parse_project
+from acc_agent.models.compare import CompareDumpsOutput
+from acc_agent.models.workflow import WorkflowResult
 from acc_agent.render.checks import check_folder, check_markdown
-from acc_agent.render.deliverables import render_all, render_text
+from acc_agent.render.deliverables import render_text
 from acc_agent.render.env import make_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,8 +46,9 @@ def test_demo_fault_is_reported_with_its_source(demo_wf: WorkflowResult) -> None
     compare = render_text(demo_wf, "en")["Compare"]
     dumps = demo_wf.get("dumps")
     assert dumps.ok, f"compare_dumps failed on the demo project: {dumps.reason}"  # a broken tool fails here
-    fd = (dumps.output or {}).get("first_divergence") or {}
-    assert fd.get("name", "").startswith("Functional.gelu.1.forward")  # the quick_gelu fault planted by make_samples
+    out = dumps.output_as(CompareDumpsOutput)
+    assert out is not None and out.first_divergence is not None
+    assert out.first_divergence.name.startswith("Functional.gelu.1.forward")  # the quick_gelu fault planted by make_samples
     assert "First divergence: Functional.gelu.1.forward" in compare
     assert "acc-agent compare-dumps dumps/golden/step0/rank0 dumps/target/step0/rank0" in compare
 
@@ -54,7 +58,7 @@ def test_verification_boxes_follow_evidence(demo_wf: WorkflowResult) -> None:
     assert "- [x] Code migration done — attested" in report  # attested in mig.yaml with a ref
     golden = demo_wf.get("golden")
     if golden.ok:
-        assert (golden.output or {}).get("verdict") == "fail"
+        assert golden.verdict == "fail"
         assert "- [ ] Golden consistency — golden check: fail" in report  # a verdict word, not the tool's value
     assert "- [ ] Full accuracy met — N/A" in report
 
@@ -127,7 +131,8 @@ def test_saved_results_are_validated_and_used(tmp_path: Path, demo_wf: WorkflowR
 
     dumps = demo_wf.get("dumps")
     assert dumps.ok, f"compare_dumps failed on the demo project: {dumps.reason}"  # a broken tool fails here
-    (tmp_path / "good.json").write_text(json.dumps(dumps.output), encoding="utf-8")
+    assert dumps.output is not None
+    (tmp_path / "good.json").write_text(dumps.output.model_dump_json(), encoding="utf-8")
     (tmp_path / "bad.json").write_text(json.dumps({"verdict": "pass", "summary": "x"}), encoding="utf-8")
     text = "project: {{name: saved}}\nmodel: {{name: m}}\nartefacts:\n  results: {{dumps: {f}}}\n"
     for name, status in (("good.json", "saved"), ("bad.json", "error")):
@@ -166,22 +171,22 @@ def test_unwritable_out_is_a_structured_error(tmp_path: Path) -> None:
 def test_long_dump_tables_keep_the_first_divergence(demo_wf: WorkflowResult) -> None:
     import copy
 
-    from acc_agent.render.context import Ctx, build_dumps
+    from acc_agent.render.context import Ctx
+    from acc_agent.render.views.dumps import dumps_view
 
     dumps = demo_wf.get("dumps")
     assert dumps.ok, f"compare_dumps failed on the demo project: {dumps.reason}"  # a broken tool fails here
     wf = copy.deepcopy(demo_wf)
-    out = wf.get("dumps").output
-    assert out is not None
-    base = out["rows"]
-    out["rows"] = [dict(base[i % len(base)], name=f"Functional.op.{i}.forward.output.0") for i in range(120)]
-    out["rows"][97]["name"] = "Functional.bad.0.forward.output.0"
-    out["first_divergence"] = dict(out["first_divergence"] or {}, name="Functional.bad.0.forward.output.0")
-    for row in out["rows"]:
-        row.pop("same_as", None)
-    view = build_dumps(Ctx("en"), wf, limit=40)
-    assert view["shown"] == 40 and view["total"] == 120
-    names = [str(r[0]) for r in view["rows"]]
+    out = wf.get("dumps").output_as(CompareDumpsOutput)
+    assert out is not None and out.first_divergence is not None
+    base = out.rows
+    out.rows = [base[i % len(base)].model_copy(update={"name": f"Functional.op.{i}.forward.output.0", "same_as": None})
+                for i in range(120)]
+    out.rows[97] = out.rows[97].model_copy(update={"name": "Functional.bad.0.forward.output.0"})
+    out.first_divergence = out.first_divergence.model_copy(update={"name": "Functional.bad.0.forward.output.0"})
+    view = dumps_view(Ctx("en"), wf.get("dumps"), limit=40)
+    assert view.shown == 40 and view.total == 120
+    names = [str(r[0]) for r in view.rows]
     at = next(i for i, n in enumerate(names) if "Functional.bad.0.forward.output.0" in n)
     assert 10 <= at < 30, "a window around the first divergence: what agrees before it and what follows"
-    assert "--csv compare_dumps.csv" in str(view["csv_command"])
+    assert "--csv compare_dumps.csv" in str(view.csv_command)

@@ -17,6 +17,7 @@ pytest.importorskip("torch")
 
 from acc_agent.app.workflow import run_workflow  # noqa: E402
 from acc_agent.io.project_file import load_project  # noqa: E402
+from acc_agent.models.compare import CompareDumpsOutput  # noqa: E402
 from acc_agent.registry import call_tool  # noqa: E402
 from acc_agent.render.deliverables import render_text  # noqa: E402
 from acc_agent.render.env import fmt_num  # noqa: E402
@@ -93,7 +94,9 @@ def test_the_project_precision_reaches_the_dump_comparison(tmp_path: Path) -> No
     fp16 = call_tool("compare_dumps", {"golden": str(project / "dumps/golden/step0/rank0"),
                                        "target": str(project / "dumps/target/step0/rank0"), "all_rows": True,
                                        "precision": "fp16"})
-    within32 = {r["name"]: r.get("within_tolerance_ratio") for r in (dumps.output or {})["rows"]}
+    fp32 = dumps.output_as(CompareDumpsOutput)
+    assert fp32 is not None
+    within32 = {r.name: r.within_tolerance_ratio for r in fp32.rows}
     stricter = [r.name for r in fp16.rows if r.within_tolerance_ratio is not None  # type: ignore[attr-defined]
                 and within32.get(r.name) is not None and within32[r.name] < r.within_tolerance_ratio]
     assert stricter, "FP32 tolerances must leave fewer elements within tolerance on some rows"
@@ -149,4 +152,5 @@ def test_the_project_mapping_reaches_the_dump_comparison(tmp_path: Path) -> None
     wf = run_workflow(load_project(path))
     dumps = wf.get("dumps")
     assert "--mapping names.yaml" in dumps.command
-    assert any(e["ref"].endswith("names.yaml") for e in (dumps.output or {})["evidence"])
+    assert dumps.output is not None
+    assert any(e.ref.endswith("names.yaml") for e in dumps.output.evidence)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from acc_agent.errors import AccAgentError
+from acc_agent.models.compare import DumpRow, TensorMetrics
 from acc_agent.render.env import templates_dir
 from acc_agent.render.i18n import STRINGS
 from acc_agent.render.plots import plot_latency, plot_layers
@@ -25,17 +26,17 @@ def test_layer_plot_marks_first_divergence(tmp_path: Path) -> None:
     rows = []
     for i, (g, n) in enumerate(zip(golden, noise, strict=True)):
         t = g + n
-        rows.append({"name": f"Functional.layer.{i}.forward.output.0",
-                     "cosine": float(g @ t / np.linalg.norm(g) / np.linalg.norm(t)),
-                     "max_abs_err": float(np.abs(n).max()),
-                     "bench": {"max_abs_err": float(np.abs(noise[0]).max())}})
+        rows.append(DumpRow(name=f"Functional.layer.{i}.forward.output.0",
+                            cosine=float(g @ t / np.linalg.norm(g) / np.linalg.norm(t)),
+                            max_abs_err=float(np.abs(n).max()),
+                            bench=TensorMetrics(max_abs_err=float(np.abs(noise[0]).max()))))
     out = tmp_path / "layers.png"
     assert plot_layers(rows, "Functional.layer.3.forward.output.0", out)
     assert _png(out) and out.stat().st_size > 5000
 
 
 def test_plots_skip_without_data(tmp_path: Path) -> None:
-    assert plot_layers([{"name": "x", "cosine": None, "max_abs_err": None}], None, tmp_path / "a.png") is False
+    assert plot_layers([DumpRow(name="x", cosine=None, max_abs_err=None)], None, tmp_path / "a.png") is False
     assert plot_latency({"baseline": {}, "target": {}}, tmp_path / "b.png") is False
     assert list(tmp_path.iterdir()) == []
 

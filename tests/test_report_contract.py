@@ -19,10 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from acc_agent.app.workflow import WorkflowResult, run_workflow
+from acc_agent.app.check import recompute
+from acc_agent.app.report import render_all
+from acc_agent.app.workflow import run_workflow
 from acc_agent.io.project_file import load_project
-from acc_agent.render.checks import check_folder, check_integrity, recompute
-from acc_agent.render.deliverables import DOCUMENTS, read_meta, render_all
+from acc_agent.models.compare import CompareDumpsOutput
+from acc_agent.models.environment import CheckEnvironmentOutput
+from acc_agent.models.workflow import WorkflowResult
+from acc_agent.render.checks import check_folder, check_integrity
+from acc_agent.render.deliverables import DOCUMENTS, read_meta
 from acc_agent.render.env import md_escape
 from acc_agent.render.files import FOOTER_RE, LIVE_RE, with_footer
 from acc_agent.render.i18n import WORDS
@@ -80,9 +85,9 @@ def _user_strings(wf: WorkflowResult) -> list[str]:
                 walk(v)
 
     walk(wf.project.model_dump(mode="json"))
-    env = wf.get("environment").output or {}
-    walk(env.get("system") or {})
-    walk(env.get("versions") or {})
+    env = wf.get("environment").output_as(CheckEnvironmentOutput)
+    walk(env.system if env is not None else {})
+    walk(env.versions if env is not None else {})
     return sorted(set(found), key=len, reverse=True)
 
 
@@ -330,7 +335,8 @@ def test_recorded_environment_and_report_machine_are_apart(demo: tuple[Path, Wor
     rows = [ln for ln in recorded.splitlines() if ln.startswith("| `")]
     assert rows and all(ln.rstrip(" |").endswith("recorded: env/npu-smi-info.txt") for ln in rows)
     assert LIVE_RE.search(machine) and "describes the target only if the report ran on the target" in machine
-    torch_version = (wf.get("environment").output or {}).get("versions", {}).get("torch")
+    env = wf.get("environment").output_as(CheckEnvironmentOutput)
+    torch_version = env.versions.get("torch") if env is not None else None
     for name, text in _docs(root, "en").items():
         outside = LIVE_RE.sub("", text)
         assert "installed packages of this Python" not in outside, name
@@ -523,8 +529,8 @@ def test_diagnosis_of_the_fixture_dumps_reads_chinese(fixture: str) -> None:
 
 def test_english_tool_output_is_unchanged_by_the_translation(demo: tuple[Path, WorkflowResult]) -> None:
     _, wf = demo
-    dumps = wf.get("dumps").output or {}
-    explanation = (dumps.get("diagnosis") or {}).get("explanation", "")
+    dumps = wf.get("dumps").output_as(CompareDumpsOutput)
+    explanation = dumps.diagnosis.explanation if dumps is not None and dumps.diagnosis is not None else ""
     assert explanation.startswith("One localised jump:")  # the tool's contract: English in the JSON
 
 

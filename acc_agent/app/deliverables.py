@@ -8,14 +8,16 @@ remain, so they can tell the engineer what to run next.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
 from acc_agent import frontend
 from acc_agent.models.common import Evidence, Model, ToolInput, ToolOutput
+from acc_agent.models.project import Project
+from acc_agent.models.workflow import OptionValue
 from acc_agent.text_safety import terminal_lines
-from acc_agent.tools.spec import tool
+from acc_agent.tools.spec import skill_tool, tool
 
 
 class RenderDeliverablesInput(ToolInput):
@@ -69,26 +71,24 @@ def render_text(out: RenderDeliverablesOutput) -> str:
     return terminal_lines(lines)
 
 
-def _calls(project: Any) -> dict[str, str]:
+def _calls(project: Project) -> dict[str, str]:
     """For an MCP caller: the tool call that fills each slot (the documents keep the command line).
 
     Empty artefacts become placeholders naming the mig.yaml key to fill, as the command lines do.
     """
     from acc_agent.app.workflow import NOT_SHOWN, plans
-    from acc_agent.registry import all_tools
 
-    specs = all_tools()
     out: dict[str, str] = {}
     for plan in plans(project):
-        spec = specs.get(plan.tool)
+        spec = skill_tool(plan.tool)
         if spec is None:
             continue
         keys = list(plan.needs) or ["path"]
-        args: dict[str, Any] = {}
+        args: dict[str, OptionValue] = {}
         for i, (name, value) in enumerate(zip(spec.positional, plan.positional, strict=False)):
             args[name] = value or f"<{keys[min(i, len(keys) - 1)]}>"
         args.update({k: v for k, v in plan.options.items() if k not in NOT_SHOWN and k in spec.input_model.model_fields})
-        out[plan.slot] = frontend.invoke(plan.tool, **args)
+        out[plan.slot] = frontend.invoke(plan.tool, frontend=None, **args)  # None: the caller's front end
     perf = project.performance
     for key in ("baseline_perf", "target_perf"):
         out[key] = frontend.invoke("measure_performance", command="<inference command>", batch_sizes=perf.batch_sizes,
@@ -107,11 +107,11 @@ def _calls(project: Any) -> dict[str, str]:
     text_renderer=render_text,
 )
 def render_deliverables(params: RenderDeliverablesInput) -> RenderDeliverablesOutput:
+    from acc_agent.app.report import render_all
     from acc_agent.app.workflow import run_workflow
     from acc_agent.errors import AccAgentError
     from acc_agent.io.project_file import load_project
     from acc_agent.render.checks import check_folder, user_strings
-    from acc_agent.render.deliverables import render_all
 
     config = Path(params.config)
     config = config / "mig.yaml" if config.is_dir() else config

@@ -1,8 +1,8 @@
 """Run the configured skills on the configured artefacts and collect their results.
 
 Why one place: the three deliverables quote the same results, so they must be computed once and
-shared. Each skill is reached only through the registry, so a tool that has not landed (or fails
-on its input) becomes a *gap* — "N/A — <why>" plus the command that would fill it — instead of an
+shared. Each skill is run by name (tools.spec.skill_tool), so a tool that fails on its input
+becomes a *gap* — "N/A — <why>" plus the command that would fill it — instead of an
 invented number. A saved JSON result (``artefacts.results.<slot>`` in mig.yaml) is accepted in
 place of a run, after validation with the tool's own output model.
 """
@@ -12,68 +12,23 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ValidationError
 
+from acc_agent.app.verdicts import decide
 from acc_agent.errors import AccAgentError
+from acc_agent.json_types import JsonValue
+from acc_agent.models.performance import MeasurePerformanceOutput
 from acc_agent.models.project import Project
-
-Status = Literal["ok", "saved", "missing_input", "error", "not_applicable"]
+from acc_agent.models.workflow import OptionValue, SkillPlan, SkillResult, WorkflowResult
+from acc_agent.tools.spec import ToolSpec, skill_tool
 
 #: Slots that only make sense for one kind of project (mig.yaml model.mode).
 TRAINING_SLOTS = frozenset({"baseline_log", "target_log", "short_run", "loss_curves"})
 #: Localisation steps a project may add (saved results only): absent, they are not gaps.
 OPTIONAL_SLOTS = frozenset({"replay", "bisect"})
-
-
-@dataclass
-class SkillResult:
-    """What one skill produced for the reports, or why it could not."""
-
-    slot: str
-    tool: str
-    status: Status
-    command: str
-    output: dict[str, Any] | None = None
-    reason: str = ""
-    source: str = ""
-    why_key: str = ""  # i18n key of ``reason`` so reports can say it in the document's language
-    why_args: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return self.status in ("ok", "saved") and self.output is not None
-
-    @property
-    def verdict(self) -> str | None:
-        return str(self.output.get("verdict")) if self.ok and self.output else None
-
-    def na(self) -> str:
-        """'N/A — why (run: command)' for a gap."""
-        return f"{self.reason} — run `{self.command}`" if self.command else self.reason
-
-
-@dataclass
-class SkillPlan:
-    """How to run one slot: the tool, its arguments, and which artefacts it needs."""
-
-    slot: str
-    tool: str
-    positional: list[str]
-    options: dict[str, Any]
-    needs: dict[str, str]  # artefacts field -> configured value (empty = not configured)
-
-
-@dataclass
-class WorkflowResult:
-    project: Project
-    results: dict[str, SkillResult] = field(default_factory=dict)
-
-    def get(self, slot: str) -> SkillResult:
-        return self.results[slot]
 
 
 def _rel(project: Project, value: str) -> str:
@@ -87,13 +42,13 @@ def plans(project: Project) -> list[SkillPlan]:
     t = project.thresholds
     rtol, atol, _ = project.tolerance()
     out: list[SkillPlan] = []
-    env_opts: dict[str, Any] = {}
+    env_opts: dict[str, OptionValue] = {}
     if a.npu_smi:
         env_opts["npu_smi_output"] = _rel(project, a.npu_smi)
     if a.nvidia_smi:
         env_opts["nvidia_smi_output"] = _rel(project, a.nvidia_smi)
     out.append(SkillPlan("environment", "check_environment", [], env_opts, {}))
-    sb_opts: dict[str, Any] = {"metric": t.loss_metric,
+    sb_opts: dict[str, OptionValue] = {"metric": t.loss_metric,
                                "gpu_available": {True: "yes", False: "no", None: "unknown"}[a.gpu_available]}
     if project.model.batch_size is not None:
         sb_opts["batch_size"] = project.model.batch_size
@@ -103,7 +58,7 @@ def plans(project: Project) -> list[SkillPlan]:
     out.append(SkillPlan("target_log", "parse_training_log", [_rel(project, a.target_log)], {},
                          {"target_log": a.target_log}))
     # the do-not-repeat record lives beside mig.yaml, never beside the user's log
-    sr_opts: dict[str, Any] = {"band": list(t.short_run_band),
+    sr_opts: dict[str, OptionValue] = {"band": list(t.short_run_band),
                                "record_file": str(project.base_dir / ".acc-agent" / "short_run_record.json")}
     if t.short_run_window:
         sr_opts["window"] = t.short_run_window
@@ -117,7 +72,7 @@ def plans(project: Project) -> list[SkillPlan]:
                          {"precision": project.model.target_precision, "rtol": rtol, "atol": atol},
                          {"golden_outputs": a.golden_outputs, "target_outputs": a.target_outputs}))
     # the per-layer plot needs every row in execution order; the project's precision sets the tolerances
-    dump_opts: dict[str, Any] = {"all_rows": True, "precision": project.model.target_precision}
+    dump_opts: dict[str, OptionValue] = {"all_rows": True, "precision": project.model.target_precision}
     if a.bench_dump:
         dump_opts["bench"] = _rel(project, a.bench_dump)
     if a.dumps.mapping:
@@ -168,16 +123,29 @@ def command_line(plan: SkillPlan, base_dir: Path | None = None) -> str:
     return " ".join(parts)
 
 
+def _json(value: OptionValue) -> JsonValue:
+    if isinstance(value, list):
+        items: list[JsonValue] = [*value]
+        return items
+    return value
+
+
+def _skill(name: str) -> ToolSpec:
+    """The slot's tool: every one ships with the package, so a failed lookup is a bug, not a report gap."""
+    spec = skill_tool(name)
+    if spec is None:
+        raise LookupError(f"no skill tool named {name!r} in acc_agent.tools")
+    return spec
+
+
 def _saved(project: Project, plan: SkillPlan, cmd: str) -> SkillResult | None:
     """A saved JSON result for this slot, validated with the tool's output model."""
     rel = project.artefacts.results.get(plan.slot)
     if not rel:
         return None
-    from acc_agent.registry import get_tool
-
     path = project.resolve(rel)
     assert path is not None
-    spec = get_tool(plan.tool)  # every slot's tool is part of the package
+    spec = _skill(plan.tool)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         model = spec.output_model.model_validate(data)
@@ -191,12 +159,11 @@ def _saved(project: Project, plan: SkillPlan, cmd: str) -> SkillResult | None:
                            reason=f"saved result {rel} is not a {plan.tool} result ({loc}: {first.get('msg')})",
                            why_key="r_saved_invalid", why_args={"file": rel, "tool": plan.tool,
                                                                 "message": f"{loc}: {first.get('msg')}"})
-    return SkillResult(plan.slot, plan.tool, "saved", cmd, output=model.model_dump(mode="json"),
-                       source=f"saved result {rel}")
+    return SkillResult(plan.slot, plan.tool, "saved", cmd, output=model, source=f"saved result {rel}")
 
 
 def run_plan(project: Project, plan: SkillPlan) -> SkillResult:
-    """Run one slot through the registry; every failure becomes a gap with its reason."""
+    """Run one slot's tool; every failure becomes a gap with its reason."""
     cmd = command_line(plan, project.base_dir)
     if project.model.mode == "inference" and plan.slot in TRAINING_SLOTS:
         return SkillResult(plan.slot, plan.tool, "not_applicable", "",
@@ -220,16 +187,10 @@ def run_plan(project: Project, plan: SkillPlan) -> SkillResult:
             return SkillResult(plan.slot, plan.tool, "missing_input", cmd,
                                reason=f"artefacts.{key} points to {value}, which does not exist",
                                why_key="r_path_missing", why_args={"key": key, "value": value})
-    from acc_agent.registry import get_tool
-
-    spec = get_tool(plan.tool)  # every slot's tool is part of the package
+    spec = _skill(plan.tool)
     fields = spec.input_model.model_fields
-    args: dict[str, Any] = {}
-    for name, value in zip(spec.positional, plan.positional, strict=False):
-        args[name] = value
-    for key, value in plan.options.items():
-        if key in fields:
-            args[key] = value
+    args: dict[str, JsonValue] = dict(zip(spec.positional, plan.positional, strict=False))
+    args.update({key: _json(option) for key, option in plan.options.items() if key in fields})
     try:
         out = spec.run(args)
     except AccAgentError as err:
@@ -239,12 +200,12 @@ def run_plan(project: Project, plan: SkillPlan) -> SkillResult:
         return SkillResult(plan.slot, plan.tool, "error", cmd,
                            reason=f"{plan.tool} failed: {type(exc).__name__}: {exc}",
                            why_key="r_tool_failed", why_args={"tool": plan.tool, "message": f"{type(exc).__name__}: {exc}"})
-    return SkillResult(plan.slot, plan.tool, "ok", cmd, output=out.model_dump(mode="json"), source=f"`{cmd}`")
+    return SkillResult(plan.slot, plan.tool, "ok", cmd, output=out, source=f"`{cmd}`")
 
 
-def read_perf_file(project: Project, key: str) -> SkillResult:
+def read_perf_file(project: Project, key: Literal["baseline_perf", "target_perf"]) -> SkillResult:
     """A measure_performance result saved as JSON (the timing files the project keeps)."""
-    rel = getattr(project.artefacts, key)
+    rel = project.artefacts.baseline_perf if key == "baseline_perf" else project.artefacts.target_perf
     cmd = "acc-agent measure-performance --command '<inference command>' --batch-sizes " + ",".join(
         str(b) for b in project.performance.batch_sizes) + f" --warmup {project.performance.warmup}" \
         f" --iterations {project.performance.iterations} --json > <{key}.json>"
@@ -259,35 +220,27 @@ def read_perf_file(project: Project, key: str) -> SkillResult:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return SkillResult(key, "measure_performance", "missing_input", cmd, reason=f"{rel} unreadable: {exc}",
                            why_key="r_file_unreadable", why_args={"file": rel, "message": str(exc)})
-    from acc_agent.registry import get_tool
-
     try:
-        model = get_tool("measure_performance").output_model.model_validate(data)
-        data = model.model_dump(mode="json") | {k: v for k, v in data.items() if k not in type(model).model_fields}
-    except AccAgentError:
-        pass  # tool not installed: the file's own fields are read below, checked one by one
+        model = MeasurePerformanceOutput.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         return SkillResult(key, "measure_performance", "error", cmd,
                            reason=f"{rel} is not a measure_performance result ({first.get('msg')})",
                            why_key="r_saved_invalid", why_args={"file": rel, "tool": "measure_performance",
                                                                 "message": str(first.get("msg"))})
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        return SkillResult(key, "measure_performance", "error", cmd, reason=f"{rel} has no results[] list",
-                           why_key="r_no_results", why_args={"file": rel})
-    return SkillResult(key, "measure_performance", "saved", cmd, output=data, source=rel)
+    return SkillResult(key, "measure_performance", "saved", cmd, output=model, source=rel)
 
 
 def run_workflow(project: Project, progress: Callable[[str], None] | None = None) -> WorkflowResult:
     """Every slot, run or explained; never raises for a missing or failing skill."""
-    result = WorkflowResult(project)
+    results: dict[str, SkillResult] = {}
     for plan in plans(project):
         if progress is not None:
             progress(f"{plan.slot}: {plan.tool}")
-        result.results[plan.slot] = run_plan(project, plan)
-    for key in ("baseline_perf", "target_perf"):
-        result.results[key] = read_perf_file(project, key)
-    return result
+        results[plan.slot] = run_plan(project, plan)
+    for side in ("baseline_perf", "target_perf"):
+        results[side] = read_perf_file(project, side)
+    return WorkflowResult(project, results, decide(project, results))
 
 
 def load_and_run(config: Path) -> WorkflowResult:

@@ -83,7 +83,7 @@ def _print_check(folder: Path, config: Path | None, recompute: bool) -> int:
         shown = next((v for v in row.values.values() if v is not None), "")
         typer.echo(f"  {row.fact}".ljust(26) + cells + ("yes" if row.agree else "NO").ljust(7) + shown[:60])
     if recompute and path is not None:
-        from acc_agent.render.checks import recompute as recompute_docs
+        from acc_agent.app.check import recompute as recompute_docs
 
         try:
             found = recompute_docs(folder, path)

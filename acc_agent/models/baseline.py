@@ -1,4 +1,4 @@
-"""Model of ``select_baseline``: where the accuracy/performance baseline comes from.
+"""Models of ``select_baseline``, its input and output: where the accuracy/performance baseline comes from.
 
 ``source`` is the public contract: ``project_log`` (a complete project log, quoted with path and
 line range), ``gpu_measured`` (the user runs the Mig_Readme §2.6 commands on a GPU), ``cpu_log``
@@ -8,13 +8,25 @@ no usable log: the comparison is paused, with the reason).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from acc_agent.models.common import Model, ToolOutput
+from acc_agent.models.common import Model, ToolInput, ToolOutput
 
 BaselineSource = Literal["project_log", "gpu_measured", "cpu_log", "na"]
+
+
+class SelectBaselineInput(ToolInput):
+    project_dir: Path = Field(description="Root of the project to scan for training logs.")
+    metric: str | None = Field(default=None, description="Acceptance metric, canonical name (default loss). E.g. loss, eval_loss, eval_acc1, throughput.")
+    dataset: str | None = Field(default=None, description="Acceptance dataset name. A log that never mentions it does not qualify.")
+    batch_size: int | None = Field(default=None, ge=1, description="Acceptance batch size. Global or per device, as the log prints it.")
+    gpu_available: Literal["yes", "no", "unknown"] = Field(default="unknown", description="Can the user run a GPU baseline? Ask; 'no' gives na when no project log qualifies.")
+    cpu_requested: bool = Field(default=False, description="The project asks for a CPU baseline.")
+    entry: str | None = Field(default=None, description="Entry script for the GPU commands. Relative to project_dir; default: detected (train.py, main.py, infer.py...).")
+    max_files: int = Field(default=2000, ge=1, description="Stop scanning after this many candidate files.")
 
 
 class BaselineCandidate(Model):

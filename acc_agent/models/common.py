@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 
-def _split_csv(value: Any) -> Any:
+def _split_csv(value: object) -> object:
     """Accept ``"1,8"`` or ``"[1, 8]"`` from a command line as well as a real list."""
     if isinstance(value, str):
         text = value.strip()
@@ -69,7 +69,7 @@ class ToolInput(Model):
 
     @field_validator("*", mode="after")
     @classmethod
-    def _paths_that_can_exist(cls, value: Any) -> Any:
+    def _paths_that_can_exist(cls, value: object) -> object:
         """Every ``Path`` argument is checked by :func:`check_path` (named in the error by pydantic)."""
         return check_path(value) if isinstance(value, Path) else value
 

@@ -9,7 +9,7 @@ file without reading this code.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -146,25 +146,25 @@ class Artefacts(_Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _legacy_dump_keys(cls, data: Any) -> Any:
+    def _legacy_dump_keys(cls, data: object) -> object:
         """Move ``golden_dump``-style keys into ``dumps``; the same dump given both ways must agree."""
         if not isinstance(data, dict) or not any(k in data for k in LEGACY_DUMP_KEYS):
             return data
-        data = dict(data)
-        dumps = data.get("dumps")
-        dumps = dict(dumps) if isinstance(dumps, dict) else ({} if dumps is None else dumps)
-        if not isinstance(dumps, dict):
-            return data  # the model reports the type error on ``dumps`` itself
+        fields: dict[object, object] = dict(data)
+        given = fields.get("dumps")
+        if given is not None and not isinstance(given, dict):
+            return fields  # the model reports the type error on ``dumps`` itself
+        dumps: dict[object, object] = dict(given) if isinstance(given, dict) else {}
         for old, new in LEGACY_DUMP_KEYS.items():
-            if old not in data:
+            if old not in fields:
                 continue
-            value = data.pop(old)
+            value = fields.pop(old)
             if dumps.get(new) not in (None, "", value) and value not in (None, ""):
                 raise ValueError(f"{old} and dumps.{new} name different dumps; keep only dumps.{new}")
             if value not in (None, "") or new not in dumps:
                 dumps[new] = value
-        data["dumps"] = dumps
-        return data
+        fields["dumps"] = dumps
+        return fields
 
     # Read-only views under the earlier names, for readers written before ``dumps`` existed.
     @property

@@ -1,4 +1,4 @@
-"""Models of the training-log tools: ``parse_training_log``, ``judge_short_run``,
+"""Models of the training-log tools, inputs and outputs: ``parse_training_log``, ``judge_short_run``,
 ``compare_loss_curves`` and ``compare_run_configs``.
 
 Field names marked as contract in design.md (``format``, ``series``, ``relative_drop``, ``window``,
@@ -7,11 +7,22 @@ Field names marked as contract in design.md (``format``, ``series``, ``relative_
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from pathlib import Path
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from acc_agent.models.common import Model, ToolOutput
+from acc_agent.models.common import CsvStrs, Model, ToolInput, ToolOutput
+
+#: Cumulative steps beyond which a short run that shows no clear improvement stops being extended.
+STALL_STEPS = 500
+
+
+class ParseTrainingLogInput(ToolInput):
+    log: Path = Field(description="Training log: text (Megatron/MindSpeed, mmcv/mmengine, MindSpore, timm, PyTorch ImageNet example, HF printed dicts), JSON (trainer_state.json, Megatron golden values, MindSpeed baseline), JSON lines, CSV, or a TensorBoard event file / run directory (needs the tensorboard package).")
+    format: str | None = Field(default=None, description="Force a format by name instead of detecting it (e.g. megatron, hf_trainer_state, mmcv).")
+    run: int | None = Field(default=None, ge=0, description="Which run of the file to return series for (default: the one with the most loss points).")
+    metrics: CsvStrs | None = Field(default=None, description="Only return these canonical metrics, comma-separated (default: all).")
 
 
 class MetricPoint(Model):
@@ -72,7 +83,7 @@ class ParseTrainingLogOutput(ToolOutput):
     reason: str | None = None
 
 
-def _parse_window(value: Any) -> Any:
+def _parse_window(value: object) -> object:
     """Accept ``"START:END"``, ``"START:"``, ``":END"`` or ``[start, end]`` from a command line."""
     if isinstance(value, str):
         text = value.strip()
@@ -89,7 +100,7 @@ def _parse_window(value: Any) -> Any:
     return value
 
 
-def _parse_band(value: Any) -> Any:
+def _parse_band(value: object) -> object:
     """Accept ``"0.3,0.5"``, ``"30,50"`` / ``"30%,50%"`` (percent) or a pair of fractions."""
     if isinstance(value, str):
         parts = [p.strip() for p in value.strip().strip("[]").split(",") if p.strip()]
@@ -135,6 +146,19 @@ class Band(Model):
 
 WindowArg = Annotated[Window, BeforeValidator(_parse_window)]
 BandArg = Annotated[Band, BeforeValidator(_parse_band)]
+
+
+class JudgeShortRunInput(ToolInput):
+    log: Path = Field(description="Training log of the short run (any format parse-training-log reads).")
+    window: WindowArg = Field(default_factory=Window, description="Steps to judge, START:END inclusive; either side may be empty (default: the whole run).")
+    band: BandArg = Field(default_factory=Band, description="Expected cumulative loss drop LOW,HIGH as fractions (0.3,0.5) or percent (30,50). The dataset notes (Mig_Readme §3.1) may narrow it.")
+    metric: str = Field(default="loss", description="Canonical metric to judge (the single main loss named in Mig_Readme §3.1).")
+    run: int | None = Field(default=None, ge=0, description="Run index inside the log (default: the run with the most loss points).")
+    stall_steps: int = Field(default=STALL_STEPS, ge=1, description="Beyond this many cumulative steps without clear improvement, stop adding steps and suspect the model, code or data pipeline.")
+    improvement_threshold: float = Field(default=0.05, ge=0.0, le=1.0, description="Relative drop below which a run beyond stall_steps counts as 'no clear improvement'.")
+    config: Path | None = Field(default=None, description="Run configuration file (YAML/JSON/log) that identifies 'the same short run' for the do-not-repeat rule.")
+    record_file: Path | None = Field(default=None, description="Where passed short runs are recorded (default: .acc-agent/short_run_record.json beside the project's mig.yaml, found from the current folder upwards, else in the current folder; never beside the log).")
+    record: bool = Field(default=True, description="Record a pass and check for repeats (--no-record to judge without touching the record file).")
 
 
 class Check(Model):
@@ -204,7 +228,7 @@ class JudgeShortRunOutput(ToolOutput):
     reason: str | None = None
 
 
-def _parse_tolerances(value: Any) -> Any:
+def _parse_tolerances(value: object) -> object:
     """Accept ``"loss=0.02,grad_norm=0.1"`` (or ``loss=2%``) as well as a mapping."""
     if isinstance(value, str):
         text = value.strip()
@@ -226,6 +250,25 @@ def _parse_tolerances(value: Any) -> Any:
 
 
 TolerancesArg = Annotated[dict[str, float], BeforeValidator(_parse_tolerances)]
+
+
+class CompareLossCurvesInput(ToolInput):
+    baseline_log: Path = Field(description="Baseline run's log (GPU, or the earlier run of a repeat); a TensorBoard event file or run directory works too.")
+    target_log: Path = Field(description="Target run's log (NPU, or the repeat).")
+    profile: Literal["ascend", "ci"] = Field(
+        default="ascend",
+        description="Standard to hold the curves to: ascend (default; mean relative loss error <= 1 %, first-step loss within "
+        "0.5 % or 0.005, grad norm mean relative error <= 10 %) or ci (max relative deviation: loss 2 %, grad norm 10 %, "
+        "throughput 5 %, memory 10 %, after the first 5 steps).")
+    metrics: CsvStrs | None = Field(default=None, description="Canonical metrics to compare (default: the profile's metrics plus speed/memory metrics found in both logs).")
+    tolerances: TolerancesArg = Field(
+        default_factory=dict,
+        description="Relative limits overriding the profile's, e.g. loss=0.02,grad_norm=0.1; loss.first_step=0.01 for the first-step rule.")
+    skip_first: int | None = Field(default=None, ge=0, description="Leave out the first N steps of the overlap (default: the profile's, 0 for ascend, 5 for ci).")
+    patience: int = Field(default=1, ge=1, description="Consecutive points over the limit that mark the first divergent step.")
+    baseline_run: int | None = Field(default=None, ge=0, description="Run index in the baseline log (default: the longest).")
+    target_run: int | None = Field(default=None, ge=0, description="Run index in the target log (default: the longest).")
+    plot: Path | None = Field(default=None, description="Write a PNG of both curves and their deviation here.")
 
 
 class CurveComparison(Model):
@@ -309,13 +352,22 @@ class CompareLossCurvesOutput(ToolOutput):
     plot_note: str | None = None
 
 
+class CompareRunConfigsInput(ToolInput):
+    baseline: Path = Field(description="Baseline run's log or config file (YAML/JSON/python config, Megatron log with its argument dump, mmcv log with its Config dump, trainer_state.json).")
+    target: Path = Field(description="Target run's log or config file.")
+    ignore: list[str] = Field(default_factory=list, description="Canonical settings to leave out (e.g. world_size when the card count legitimately differs).")
+
+
+ConfigStatus = Literal["same", "different", "baseline_only", "target_only"]
+
+
 class ConfigDiff(Model):
     """One hyper-parameter on both sides."""
 
     name: str = Field(description="Canonical name (lr, global_batch_size, tensor_parallel, precision, flash_attention...).")
-    status: Literal["same", "different", "baseline_only", "target_only"]
-    baseline: Any = None
-    target: Any = None
+    status: ConfigStatus
+    baseline: object = None  # a setting's value as its source states it: number, text, yes/no or a list
+    target: object = None
     baseline_key: str | None = Field(default=None, description="Key as the baseline source spells it.")
     target_key: str | None = None
 

@@ -12,9 +12,13 @@ import re
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from acc_agent.models.workflow import WorkflowResult
 from acc_agent.render.i18n import translate
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 META_RE = re.compile(r"<!-- acc-agent doc=(?P<doc>\w+) lang=(?P<lang>\w+)(?: \w+=\S+)* -->")  # as deliverables.META_RE
 TEMPLATE_RE = re.compile(r"\{\{|\}\}|\{%|%\}|\{#|#\}")
@@ -89,7 +93,7 @@ class Parsed:
     text: str = ""
 
 
-def _md() -> Any:
+def _md() -> MarkdownIt:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark").enable("table")
@@ -226,34 +230,46 @@ def _plot_links(folder: Path) -> dict[str, str]:
     return {png.stem: f"plots/{png.name}" for png in sorted((folder / "plots").glob("*.png"))}
 
 
-def recompute(folder: Path, config: Path) -> list[Problem]:
-    """Re-compute every document from its inputs and name each line that differs from the file.
+def _documents(folder: Path) -> dict[str, str]:
+    from acc_agent.render.deliverables import DOCUMENTS
+
+    return {name: (folder / f"{name}.md").read_text(encoding="utf-8") for name in DOCUMENTS
+            if (folder / f"{name}.md").is_file()}
+
+
+def not_recomputable(folder: Path) -> list[Problem] | None:
+    """Why the documents in ``folder`` cannot be re-computed (no problems when there are none), or None when they can.
+
+    Re-computing needs the documents' own generation date and language, from their marker.
+    """
+    from acc_agent.render.deliverables import read_meta
+
+    texts = _documents(folder)
+    if not texts:
+        return []
+    first = read_meta(next(iter(texts.values())))
+    if first.get("lang", "en") not in ("en", "zh") or not first.get("generated"):
+        return [Problem(n, "not_recomputable", "the documents' marker has no generation date (written by an older "
+                        "acc-agent); re-run acc-agent report once to make them re-computable") for n in texts]
+    return None
+
+
+def differences_from(folder: Path, wf: WorkflowResult) -> list[Problem]:
+    """Re-render every document from ``wf`` (the workflow run on its inputs) and name each line that differs.
 
     The documents' own generation date, language and project-file path are used (from their
     marker), kept blocks and the machine-probe block are taken from the files, so what remains to
     differ is exactly generated text or numbers that no longer follow from mig.yaml and the
-    artefacts — a hand edit, or inputs changed since the documents were written.
+    artefacts — a hand edit, or inputs changed since the documents were written. Call it only
+    when :func:`not_recomputable` returned None.
     """
-    from acc_agent.app.workflow import run_workflow
-    from acc_agent.io.project_file import load_project
-    from acc_agent.render.deliverables import DOCUMENTS, finish, read_meta, render_text
+    from acc_agent.render.deliverables import finish, read_meta, render_text
     from acc_agent.render.files import FOOTER_RE, LIVE_RE
 
-    texts: dict[str, str] = {}
-    for name in DOCUMENTS:
-        path = folder / f"{name}.md"
-        if path.is_file():
-            texts[name] = path.read_text(encoding="utf-8")
-    if not texts:
-        return []
-    metas = {name: read_meta(text) for name, text in texts.items()}
-    first = next(iter(metas.values()))
-    lang, generated = first.get("lang", "en"), first.get("generated")
-    if lang not in ("en", "zh") or not generated:
-        return [Problem(n, "not_recomputable", "the documents' marker has no generation date (written by an older "
-                        "acc-agent); re-run acc-agent report once to make them re-computable") for n in texts]
-    wf = run_workflow(load_project(config))
-    rendered = render_text(wf, lang, _plot_links(folder), generated=generated, config=first.get("config", "mig.yaml"))
+    texts = _documents(folder)
+    first = read_meta(next(iter(texts.values())))
+    rendered = render_text(wf, first.get("lang", "en"), _plot_links(folder), generated=first.get("generated"),
+                           config=first.get("config", "mig.yaml"))
     # finish() carries each file's kept blocks into the expected text (it reads the files, writes nothing)
     expected, _status, _left = finish(wf, {n: rendered[n] for n in texts}, folder)
     problems: list[Problem] = []
@@ -300,7 +316,7 @@ def _around_difference(got: str, exp: str, width: int = 90) -> tuple[str, str]:
     return cut(got), cut(exp)
 
 
-def user_strings(data: Any) -> list[str]:
+def user_strings(data: object) -> list[str]:
     """Every string in the project file that markdown would misread if printed raw (pipes, HTML, backticks)."""
     found: list[str] = []
     if isinstance(data, str):

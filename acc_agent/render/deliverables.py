@@ -1,8 +1,8 @@
 """Render the four documents (and their plots) for one language from one workflow result.
 
-Why separate from the tool: the CLI ``report``/``demo`` commands and the ``render_deliverables``
-tool share it, ``report --check`` re-renders through it to prove a document still says what its
-inputs give, and tests call it directly with a prepared workflow result.
+Why separate from the tool: the ``render_deliverables`` tool writes through it (app/report.py),
+``report --check`` re-renders through it to prove a document still says what its inputs give, and
+tests call it directly with a prepared workflow result.
 
 Each document opens with a marker that records what it is and how it was made — document,
 language, generation date, status (``complete`` only when no section says N/A and no hand-written
@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote, unquote
 
 from markupsafe import Markup
 
-from acc_agent.app.workflow import WorkflowResult
-from acc_agent.render.files import Prepared, WriteReport, commit, placeholders, prepare
+from acc_agent.models.workflow import WorkflowResult
+from acc_agent.render.files import Prepared, placeholders, prepare
 
 DOCUMENTS = ("Mig_Readme", "Compare", "Mig_report", "Summary")
 
@@ -52,18 +50,6 @@ def set_status(text: str, status: str) -> str:
     return META_RE.sub(lambda m: re.sub(r"(?<= )status=\S+", f"status={status}", m.group(0)), text, count=1)
 
 
-@dataclass
-class RenderResult:
-    out_dir: Path
-    lang: str
-    reports: list[WriteReport] = field(default_factory=list)
-    plots: dict[str, str] = field(default_factory=dict)
-    plot_notes: list[str] = field(default_factory=list)
-    context: dict[str, Any] = field(default_factory=dict)
-    status: str = "with_gaps"
-    placeholders: list[tuple[str, int, str]] = field(default_factory=list)
-
-
 def config_from(out_dir: Path, config_path: Path) -> str:
     """The project file as a path relative to the documents' folder (absolute when on another drive)."""
     try:
@@ -75,7 +61,8 @@ def config_from(out_dir: Path, config_path: Path) -> str:
 def render_text(wf: WorkflowResult, lang: str, plots: dict[str, str] | None = None, generated: str | None = None,
                 config: str = "mig.yaml") -> dict[str, str]:
     """The markdown of each document, in memory (no files touched); the marker's status is ``pending``."""
-    from acc_agent.render.context import build_context, generation_date
+    from acc_agent.render.cells import generation_date
+    from acc_agent.render.context import build_context
     from acc_agent.render.env import make_env
 
     env = make_env(lang)
@@ -102,19 +89,3 @@ def finish(wf: WorkflowResult, texts: dict[str, str], out_dir: Path) -> tuple[li
     for prep in prepared:
         prep.text = set_status(prep.text, status)
     return prepared, status, left
-
-
-def render_all(wf: WorkflowResult, out_dir: Path, lang: str, with_plots: bool = True,
-               config_path: Path | None = None, generated: str | None = None) -> RenderResult:
-    """Plots first (the documents link them), then the documents, each written safely."""
-    result = RenderResult(out_dir, lang)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if with_plots:
-        from acc_agent.render.plots import make_plots
-
-        result.plots, result.plot_notes = make_plots(wf, out_dir)
-    config = config_from(out_dir, config_path or (wf.project.base_dir / "mig.yaml"))
-    texts = render_text(wf, lang, result.plots, generated=generated, config=config)
-    prepared, result.status, result.placeholders = finish(wf, texts, out_dir)
-    result.reports = [commit(prep) for prep in prepared]
-    return result

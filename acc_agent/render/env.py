@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
@@ -21,13 +22,16 @@ from acc_agent.render.i18n import LANGS, translate
 from acc_agent.resources import templates_dir
 from acc_agent.text_safety import markdown_cell, terminal_text
 
+if TYPE_CHECKING:
+    import jinja2
 
-def md_escape(value: Any) -> str:
+
+def md_escape(value: object) -> str:
     """Escape a user string for a markdown paragraph or table cell (see text_safety.markdown_cell)."""
     return markdown_cell(str(value))
 
 
-def code(value: Any) -> Markup:
+def code(value: object) -> Markup:
     """Inline code that survives tables: pipes escaped, backtick fence longer than any run inside.
 
     Control characters and ANSI escapes are dropped first (terminal_text): nothing inside a code
@@ -40,7 +44,7 @@ def code(value: Any) -> Markup:
     return Markup(f"{fence}{pad}{text}{pad}{fence}")
 
 
-def fmt_num(value: Any, digits: int = 4) -> str:
+def fmt_num(value: float | None, digits: int = 4) -> str:
     """Numbers as reviewers read them: 4 significant digits, scientific when tiny or huge."""
     if value is None:
         raise ValueError("fmt_num got None: the context must turn missing numbers into N/A with a reason")
@@ -52,11 +56,11 @@ def fmt_num(value: Any, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
-def pct(value: Any) -> str:
+def pct(value: float) -> str:
     return f"{float(value) * 100:.1f} %"
 
 
-def _finalize(value: Any) -> Any:
+def _finalize(value: object) -> str:
     if value is None:
         raise ValueError("a template printed None: missing values must be rendered as N/A with a reason")
     if isinstance(value, Markup):
@@ -68,12 +72,12 @@ def _finalize(value: Any) -> Any:
     return md_escape(value)
 
 
-def cell(value: Any) -> str:
+def cell(value: object) -> str:
     """One table cell or inline value, escaped exactly as a ``{{ }}`` expression would be."""
     return str(_finalize(value))
 
 
-def table(headers: list[Any], rows: list[list[Any]]) -> Markup:
+def table(headers: Sequence[object], rows: Sequence[Sequence[object]]) -> Markup:
     """A GFM table whose every row has the header's cell count (short rows are padded with a dash)."""
     n = len(headers)
     lines = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + " --- |" * n]
@@ -103,7 +107,7 @@ def plot(path: str | None, alt: str) -> Markup:
     return Markup(f"![{md_escape(alt)}]({path})")
 
 
-def make_env(lang: str) -> Any:
+def make_env(lang: str) -> jinja2.Environment:
     """A fresh environment for one language; ``t('key')`` translates via i18n."""
     import jinja2
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 import numpy as np
 
 from acc_agent.frontend import option
+from acc_agent.io.curve_plot import CurvePanel
 from acc_agent.models.training import CriterionResult, CurveComparison
 from acc_agent.numerics.curve_criteria import (
     Outcome,
@@ -46,8 +47,42 @@ class MetricJudgement:
 
     comparison: CurveComparison
     criteria: list[CriterionResult] = field(default_factory=list)
-    panel: tuple[Any, ...] | None = None
+    panel: CurvePanel | None = None
     notes: list[str] = field(default_factory=list)
+
+
+class _FirstStepHead(TypedDict):
+    """What a first-step criterion says whether or not it could be judged."""
+
+    name: str
+    label: str
+    metric: str
+    statistic: Literal["first_step"]
+    kind: Literal["accuracy", "performance"]
+    limit: float
+    limit_source: str
+    absolute_limit: float | None
+    curve: Literal["first step"]
+
+
+class _Row(TypedDict):
+    """What a metric's comparison row holds from the start: the metric and its main limit."""
+
+    metric: str
+    kind: Literal["accuracy", "performance"]
+    tolerance: float | None
+    tolerance_source: str
+
+
+class _AlignedRow(_Row, total=False):
+    """What the row gains once the series are aligned (and smoothed, when the baseline is noisy)."""
+
+    skipped_steps: list[int]
+    alignment: str
+    smoothed_mean_rel_dev: float
+    smoothed_max_rel_dev: float
+    judged_on: Literal["raw", "smoothed"]
+    smoothing_window: int
 
 
 def _limit(criterion: Criterion, metric: str, profile: Profile, overrides: Mapping[str, float]) -> tuple[float, str]:
@@ -72,8 +107,8 @@ def _status(passed: bool | None) -> Literal["pass", "fail", "na"]:
 
 def _first_step_result(c: Criterion, metric: str, limit: float, source: str, b: tuple[FloatArray, FloatArray],
                        t: tuple[FloatArray, FloatArray]) -> CriterionResult:
-    head: dict[str, Any] = dict(name=f"{metric}.first_step", label=c.label(metric), metric=metric, statistic="first_step",
-                                kind=c.kind, limit=limit, limit_source=source, absolute_limit=c.abs_limit, curve="first step")
+    head = _FirstStepHead(name=f"{metric}.first_step", label=c.label(metric), metric=metric, statistic="first_step",
+                          kind=c.kind, limit=limit, limit_source=source, absolute_limit=c.abs_limit, curve="first step")
     b0, t0 = int(b[0][0]), int(t[0][0])
     if b0 != t0:
         return CriterionResult(status="na", detail="N/A", note=f"the logs start at different steps (baseline {b0}, target {t0}): "
@@ -119,10 +154,10 @@ def judge_metric(metric: str, base: tuple[Iterable[int], Iterable[float]], targ:
     t_steps, t_vals = np.asarray(list(targ[0]), float), np.asarray(list(targ[1]), float)
     main = next((c for c in criteria if c.statistic != "first_step"), None)
     tol, tol_src = _limit(main, metric, profile, overrides) if main is not None else (None, "no criterion in the profile")
-    row: dict[str, Any] = dict(metric=metric, kind=kind, tolerance=tol, tolerance_source=tol_src)
+    row = _AlignedRow(metric=metric, kind=kind, tolerance=tol, tolerance_source=tol_src)
 
-    def unavailable(reason: str, **extra: Any) -> MetricJudgement:
-        return MetricJudgement(CurveComparison(status="na", reason=reason, **row, **extra),
+    def unavailable(reason: str) -> MetricJudgement:
+        return MetricJudgement(CurveComparison(status="na", reason=reason, **row),
                                [na_criterion(c, metric, profile, overrides, reason) for c in criteria])
 
     grid, b_on, t_on = align(b_steps, b_vals, t_steps, t_vals)
@@ -141,7 +176,7 @@ def judge_metric(metric: str, base: tuple[Iterable[int], Iterable[float]], targ:
         exact = bool(np.isin(grid, b_steps).all() and np.isin(grid, t_steps).all())
         alignment = f"on the {sparser}'s steps, " + ("the other side's values at the same steps" if exact
                                                      else "the other side linearly interpolated")
-    row.update(skipped_steps=skipped, alignment=alignment)
+    row["skipped_steps"], row["alignment"] = skipped, alignment
     if grid.size == 0:
         return unavailable(f"every overlapping step was left out (first {skip_first} steps / warm-up)")
     noise = step_noise(b_on)
@@ -174,8 +209,10 @@ def judge_metric(metric: str, base: tuple[Iterable[int], Iterable[float]], targ:
         sdev = smoothed_deviation(b_on, t_on, smoothed.window)
         sfinite = np.isfinite(sdev)
         if sfinite.any():
-            row.update(smoothed_mean_rel_dev=float(np.mean(sdev[sfinite])), smoothed_max_rel_dev=float(np.max(sdev[sfinite])))
-        row.update(judged_on=smoothed.curve, smoothing_window=smoothed.window)
+            row["smoothed_mean_rel_dev"] = float(np.mean(sdev[sfinite]))
+            row["smoothed_max_rel_dev"] = float(np.max(sdev[sfinite]))
+        row["judged_on"] = "smoothed" if smoothed.curve == "smoothed" else "raw"
+        row["smoothing_window"] = smoothed.window
     comparison = CurveComparison(
         status=status, steps_compared=int(grid.size), step_range=[int(grid[0]), int(grid[-1])],
         baseline_noise=noise if math.isfinite(noise) else None,
@@ -184,7 +221,8 @@ def judge_metric(metric: str, base: tuple[Iterable[int], Iterable[float]], targ:
         first_divergent_step=first_div, **row,
     )
     notes = [r.note for r in results if r.note and r.smoothed_value is not None]
-    panel = (metric, list(b_steps), list(b_vals), list(t_steps), list(t_vals), list(grid), list(dev), tol if tol is not None else 0.0, first_div)
+    panel = CurvePanel(metric, list(b_steps), list(b_vals), list(t_steps), list(t_vals), list(grid), list(dev),
+                       tol if tol is not None else 0.0, first_div)
     return MetricJudgement(comparison, results, panel, notes)
 
 

@@ -11,15 +11,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import Field
+from typing import TypedDict
 
 from acc_agent import frontend
 from acc_agent.errors import AccAgentError
-from acc_agent.models.baseline import BaselineCandidate, CommandRow, SelectBaselineOutput
-from acc_agent.models.common import Evidence, ToolInput
-from acc_agent.text_safety import terminal_lines
+from acc_agent.models.baseline import BaselineCandidate, CommandRow, SelectBaselineInput, SelectBaselineOutput
+from acc_agent.models.common import Evidence
+from acc_agent.text_columns import Column, Table, labelled, render
 from acc_agent.tools.spec import tool
 
 LOG_SUFFIXES = {".log", ".txt", ".json", ".jsonl", ".csv", ".md", ".out"}
@@ -27,17 +25,6 @@ SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", "env", "sit
 MAX_LOG_BYTES = 200 << 20
 TRAIN_ENTRIES = ("train.py", "tools/train.py", "main.py", "pretrain_gpt.py", "run_train.py", "finetune.py", "src/train.py", "scripts/train.py")
 INFER_ENTRIES = ("infer.py", "inference.py", "predict.py", "demo.py", "eval.py", "tools/test.py", "test.py", "evaluate.py", "src/infer.py")
-
-
-class SelectBaselineInput(ToolInput):
-    project_dir: Path = Field(description="Root of the project to scan for training logs.")
-    metric: str | None = Field(default=None, description="Acceptance metric, canonical name (default loss). E.g. loss, eval_loss, eval_acc1, throughput.")
-    dataset: str | None = Field(default=None, description="Acceptance dataset name. A log that never mentions it does not qualify.")
-    batch_size: int | None = Field(default=None, ge=1, description="Acceptance batch size. Global or per device, as the log prints it.")
-    gpu_available: Literal["yes", "no", "unknown"] = Field(default="unknown", description="Can the user run a GPU baseline? Ask; 'no' gives na when no project log qualifies.")
-    cpu_requested: bool = Field(default=False, description="The project asks for a CPU baseline.")
-    entry: str | None = Field(default=None, description="Entry script for the GPU commands. Relative to project_dir; default: detected (train.py, main.py, infer.py...).")
-    max_files: int = Field(default=2000, ge=1, description="Stop scanning after this many candidate files.")
 
 
 def _walk(root: Path, max_files: int) -> list[Path]:
@@ -197,16 +184,42 @@ def _commands(root: Path, params: SelectBaselineInput) -> tuple[str | None, list
     return entry, rows
 
 
+#: The quoted lines of the baseline log, verbatim (each already starts with its line number).
+_QUOTE_LINES = Table[str]([Column(lambda line: line)])
+
+#: One line per Mig_Readme §2.6 command the user is to run.
+_COMMAND_LINES = Table[CommandRow]([
+    Column(lambda row: f"Mig_Readme §2.6 {row.scenario}:"),
+    Column(lambda row: row.command),
+])
+
+#: One line per log found: where, its format and device, its score, and why it does not qualify.
+_CANDIDATE_LINES = Table[BaselineCandidate]([
+    Column(lambda c: f"candidate {c.path}"),
+    Column(lambda c: f"[{c.format}, {c.device or 'device?'}]"),
+    Column(lambda c: f"score {c.score:.1f}"),
+    Column(lambda c: "qualifies" if c.qualifies else "; ".join(c.reasons)),
+])
+
+#: Candidates listed on the terminal; the JSON result holds all of them.
+_SHOWN_CANDIDATES = 8
+
+
 def _render(out: SelectBaselineOutput) -> str:
-    lines = [f"[{out.source}] {out.reason}"]
-    if out.log_path:
-        lines.append(f"  log: {out.log_path}" + (f" lines {out.line_range[0]}-{out.line_range[1]}" if out.line_range else " (whole file)"))
-    lines.extend(f"  {q}" for q in out.quote)
-    for row in out.commands:
-        lines.append(f"  Mig_Readme §2.6 {row.scenario}: {row.command}")
-    for c in out.candidates[:8]:
-        lines.append(f"  candidate {c.path} [{c.format}, {c.device or 'device?'}] score {c.score:.1f} " + ("qualifies" if c.qualifies else "; ".join(c.reasons)))
-    return terminal_lines(lines)
+    """The headline is ``[source] reason``: the tool sets ``verdict`` to the source and ``summary`` to the reason."""
+    where = f" lines {out.line_range[0]}-{out.line_range[1]}" if out.line_range else " (whole file)"
+    log = [f"{out.log_path}{where}"] if out.log_path else []
+    return render(out, labelled("log", log), _QUOTE_LINES.lines(out.quote), _COMMAND_LINES.lines(out.commands),
+                  _CANDIDATE_LINES.lines(out.candidates[:_SHOWN_CANDIDATES]))
+
+
+class _Scan(TypedDict):
+    """What every result reports of the scan, whichever source it settles on."""
+
+    scanned_files: int
+    skipped: list[str]
+    candidates: list[BaselineCandidate]
+    entry: str | None
 
 
 @tool(
@@ -234,7 +247,7 @@ def select_baseline(params: SelectBaselineInput) -> SelectBaselineOutput:
     candidates.sort(key=lambda c: -c.score)
     entry, commands = _commands(root, params)
     evidence = [Evidence(kind="file", ref=str(root), detail=f"scanned {len(files)} file(s), {len(candidates)} with metrics")]
-    base: dict[str, Any] = {"scanned_files": len(files), "skipped": skipped, "candidates": candidates, "entry": entry}
+    base = _Scan(scanned_files=len(files), skipped=skipped, candidates=candidates, entry=entry)
     metric = params.metric or "loss"
     qualifying = [c for c in candidates if c.qualifies]
     gpu_like = [c for c in qualifying if c.device != "CPU"]

@@ -12,63 +12,28 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
-
-from pydantic import Field
 
 from acc_agent import frontend
 from acc_agent.atomic import atomic_write_text
 from acc_agent.errors import AccAgentError
-from acc_agent.models.common import Evidence, Model, ToolInput, ToolOutput
+from acc_agent.models.common import Evidence
+from acc_agent.models.project_init import InitProjectInput, InitProjectOutput
+from acc_agent.text_columns import Column, Table
+from acc_agent.text_safety import terminal_lines
 from acc_agent.tools.spec import tool
-
-
-class DumpPaths(Model):
-    """The three dumps, named as compare_dumps takes them."""
-
-    golden: str = Field(default="", description="Dump folder of the trusted (GPU/CPU) run.")
-    target: str = Field(default="", description="Dump folder of the NPU run.")
-    bench: str = Field(default="", description="Baseline hardware at the target precision.")
-
-
-class InitProjectInput(ToolInput):
-    folder: str = Field(default=".", description="Project folder; mig.yaml is written there.")
-    force: bool = Field(default=False, description="Overwrite an existing mig.yaml.")
-    name: str = Field(default="", description="Project and model name. Default: the folder's name.")
-    mode: Literal["train", "inference", "both"] | None = Field(default=None, description="What the project runs.")
-    target_precision: Literal["fp16", "bf16", "fp32"] | None = Field(
-        default=None, description="NPU precision; sets the reference rtol/atol (template default fp16).")
-    dumps: DumpPaths | None = Field(default=None, description="msprobe dumps: golden, target, bench.")
-    artefacts: dict[str, str] = Field(
-        default_factory=dict,
-        description="Other artefact paths by mig.yaml key. E.g. target_log, baseline_log, golden_outputs, "
-        "target_outputs, baseline_perf, target_perf, npu_smi; relative to the folder.",
-    )
-
-
-class InitProjectOutput(ToolOutput):
-    """Verdict ``written``: the project file exists now (refusals are errors, not verdicts)."""
-
-    failing_verdicts: ClassVar[frozenset[str]] = frozenset()
-
-    verdict: Literal["written"] = "written"
-    path: str = Field(description="The mig.yaml written.")
-    filled: list[str] = Field(default_factory=list, description="Keys set from the arguments.")
-    empty_artefacts: list[str] = Field(default_factory=list, description="Artefact keys still empty.")
-    next_step: str = Field(default="", description="What to do next.")
-
 
 _KEY_RE = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z_][A-Za-z0-9_]*):(?P<space>\s*)(?P<value>.*?)"
                      r"(?P<comment>\s+#.*)?$")
 
 
-def _yaml_scalar(value: Any) -> str:
+def _yaml_scalar(value: str) -> str:
     """A value as a YAML flow scalar (JSON is valid YAML, and quotes every string safely)."""
     return json.dumps(value, ensure_ascii=False)
 
 
-def fill_template(text: str, values: dict[tuple[str, ...], Any]) -> tuple[str, list[str]]:
+def fill_template(text: str, values: Mapping[tuple[str, ...], str]) -> tuple[str, list[str]]:
     """Put ``values`` (by key path, e.g. ``("artefacts", "dumps", "golden")``) into the template text.
 
     Only lines that already hold the key are changed: the template's comments and layout stay.
@@ -105,19 +70,20 @@ def fill_template(text: str, values: dict[tuple[str, ...], Any]) -> tuple[str, l
     return "\n".join(out) + "\n", done
 
 
-def _values(params: InitProjectInput, folder: Path) -> dict[tuple[str, ...], Any]:
+def _values(params: InitProjectInput, folder: Path) -> dict[tuple[str, ...], str]:
     from acc_agent.models.project import Artefacts
 
     name = params.name or folder.resolve().name or "my-model"
-    values: dict[tuple[str, ...], Any] = {("project", "name"): name, ("model", "name"): name}
+    values: dict[tuple[str, ...], str] = {("project", "name"): name, ("model", "name"): name}
     if params.mode:
         values[("model", "mode")] = params.mode
     if params.target_precision:
         values[("model", "target_precision")] = params.target_precision
     if params.dumps is not None:
-        for key in ("golden", "target", "bench"):
-            if getattr(params.dumps, key):
-                values[("artefacts", "dumps", key)] = getattr(params.dumps, key)
+        given = params.dumps
+        for key, path in (("golden", given.golden), ("target", given.target), ("bench", given.bench)):
+            if path:
+                values[("artefacts", "dumps", key)] = path
     plain = {k for k, f in Artefacts.model_fields.items() if f.annotation is str}
     for key, value in params.artefacts.items():
         from acc_agent.models.project import LEGACY_DUMP_KEYS
@@ -155,17 +121,26 @@ def write_project_file(params: InitProjectInput) -> tuple[Path, list[str], list[
         raise AccAgentError("cannot_write", f"cannot write {target}: {exc.strerror or exc}",
                             hint="Pass a writable folder.", path=str(target), field="folder") from None
     a = project.artefacts
-    empty = [f"dumps.{k}" for k in ("golden", "target") if not getattr(a.dumps, k)]
-    empty += [k for k in ("baseline_log", "target_log", "golden_outputs", "target_outputs", "baseline_perf",
-                          "target_perf") if not getattr(a, k)]
+    needed = {"dumps.golden": a.dumps.golden, "dumps.target": a.dumps.target, "baseline_log": a.baseline_log,
+              "target_log": a.target_log, "golden_outputs": a.golden_outputs, "target_outputs": a.target_outputs,
+              "baseline_perf": a.baseline_perf, "target_perf": a.target_perf}
+    empty = [key for key, path in needed.items() if not path]
     return target, filled, empty
 
 
+#: What was written, then the keys the arguments set (when any). No ``[verdict]`` headline: the one
+#: verdict, ``written``, would say nothing the line does not.
+_WRITTEN = Table[InitProjectOutput]([
+    Column(lambda out: f"wrote {out.path}"),
+    Column(lambda out: f"({', '.join(out.filled)} set)" if out.filled else None),
+], indent="")
+
+#: The next step, on a line of its own.
+_NEXT_STEP = Table[str]([Column(lambda step: step)], indent="")
+
+
 def _text(out: InitProjectOutput) -> str:
-    lines = [f"wrote {out.path}" + (f" ({', '.join(out.filled)} set)" if out.filled else "")]
-    if out.next_step:
-        lines.append(out.next_step)
-    return "\n".join(lines)
+    return terminal_lines([*_WRITTEN.lines([out]), *_NEXT_STEP.lines([out.next_step] if out.next_step else [])])
 
 
 @tool(

@@ -13,62 +13,130 @@ runs on one platform make the same comparison a non-determinism check.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
-from pydantic import Field
-
-from acc_agent.models.common import CsvStrs, Evidence, ToolInput
-from acc_agent.models.training import CompareLossCurvesOutput, CriterionResult, CurveComparison, TolerancesArg
+from acc_agent.models.common import Evidence
+from acc_agent.models.training import (
+    CompareLossCurvesInput,
+    CompareLossCurvesOutput,
+    CriterionResult,
+    CurveComparison,
+)
+from acc_agent.text_columns import Column, Table, labelled, render
 from acc_agent.tools.spec import tool
+
+if TYPE_CHECKING:
+    from acc_agent.io.curve_plot import CurvePanel
+    from acc_agent.numerics.loss_profiles import Profile
 
 VERDICT_WORDS = {"identical": "identical", "match": "match", "diverged": "diverged", "insufficient_data": "insufficient data"}
 STATUS_WORDS = {"pass": "met", "fail": "NOT met", "na": "N/A", "identical": "identical", "reported": "reported", "raw": "raw"}
 
 
-class CompareLossCurvesInput(ToolInput):
-    baseline_log: Path = Field(description="Baseline run's log (GPU, or the earlier run of a repeat); a TensorBoard event file or run directory works too.")
-    target_log: Path = Field(description="Target run's log (NPU, or the repeat).")
-    profile: Literal["ascend", "ci"] = Field(
-        default="ascend",
-        description="Standard to hold the curves to: ascend (default; mean relative loss error <= 1 %, first-step loss within "
-        "0.5 % or 0.005, grad norm mean relative error <= 10 %) or ci (max relative deviation: loss 2 %, grad norm 10 %, "
-        "throughput 5 %, memory 10 %, after the first 5 steps).")
-    metrics: CsvStrs | None = Field(default=None, description="Canonical metrics to compare (default: the profile's metrics plus speed/memory metrics found in both logs).")
-    tolerances: TolerancesArg = Field(
-        default_factory=dict,
-        description="Relative limits overriding the profile's, e.g. loss=0.02,grad_norm=0.1; loss.first_step=0.01 for the first-step rule.")
-    skip_first: int | None = Field(default=None, ge=0, description="Leave out the first N steps of the overlap (default: the profile's, 0 for ascend, 5 for ci).")
-    patience: int = Field(default=1, ge=1, description="Consecutive points over the limit that mark the first divergent step.")
-    baseline_run: int | None = Field(default=None, ge=0, description="Run index in the baseline log (default: the longest).")
-    target_run: int | None = Field(default=None, ge=0, description="Run index in the target log (default: the longest).")
-    plot: Path | None = Field(default=None, description="Write a PNG of both curves and their deviation here.")
+@dataclass(frozen=True)
+class _Headline:
+    """The headline's verdict in words (``insufficient data``, not ``insufficient_data``)."""
+
+    verdict: str
+    summary: str
+
+
+def _where(c: CriterionResult) -> str:
+    """Which curve the criterion was judged on, and over which steps."""
+    curve = f"{c.curve} curves" if c.curve != "first step" else "first step"
+    return f"{curve}; steps {c.step_range[0]}-{c.step_range[1]}" if c.step_range else curve
+
+
+def _deviation(m: CurveComparison) -> str:
+    if m.max_rel_dev is not None and m.mean_rel_dev is not None:
+        return f"max {m.max_rel_dev:.3%} @ {m.max_dev_step}, mean {m.mean_rel_dev:.3%}"
+    return m.reason or ""
+
+
+#: One line per criterion of the profile: what it is, met or not, the comparison, where it was judged.
+_CRITERION_LINES = Table[CriterionResult]([
+    Column(lambda c: c.label, width=42),
+    Column(lambda c: STATUS_WORDS[c.status], width=8),
+    Column(lambda c: c.detail, width=46),
+    Column(_where),
+])
+
+#: A criterion's note (why smoothed, NaN/Inf steps), indented under it.
+_NOTE_LINES = Table[str]([Column(lambda note: note)], indent="      ")
+
+#: One line per metric compared: its status, the steps compared and the deviation (or why none).
+_METRIC_LINES = Table[CurveComparison]([
+    Column(lambda m: m.metric, width=24),
+    Column(lambda m: STATUS_WORDS.get(m.status, m.status), width=10),
+    Column(lambda m: str(m.steps_compared), width=5, align=">"),
+    Column(lambda m: f"steps  {_deviation(m)}"),
+])
+
+#: A line of its own, indented like the rest (the determinism finding).
+_PLAIN_LINES = Table[str]([Column(lambda text: text)])
+
+
+def _criteria_lines(out: CompareLossCurvesOutput) -> list[str]:
+    """Each criterion's line, followed by its note unless the note is already one of the warnings."""
+    lines: list[str] = []
+    for c in out.criteria:
+        lines += _CRITERION_LINES.lines([c])
+        if c.note and c.note not in out.warnings:
+            lines += _NOTE_LINES.lines([c.note])
+    return lines
 
 
 def _render(out: CompareLossCurvesOutput) -> str:
-    lines = [f"[{VERDICT_WORDS.get(out.verdict, out.verdict)}] {out.summary}"]
-    if out.profile_title:
-        lines.append(f"  standard: {out.profile_title} ({out.profile_description})")
-    for c in out.criteria:
-        where = f"steps {c.step_range[0]}-{c.step_range[1]}" if c.step_range else ""
-        curve = f"{c.curve} curves" if c.curve != "first step" else "first step"
-        lines.append(f"  {c.label:<42} {STATUS_WORDS[c.status]:<8} {c.detail:<46} {curve}; {where}".rstrip("; "))
-        if c.note and c.note not in out.warnings:
-            lines.append(f"      {c.note}")
-    for m in out.metrics:
-        dev = f"max {m.max_rel_dev:.3%} @ {m.max_dev_step}, mean {m.mean_rel_dev:.3%}" if m.max_rel_dev is not None and m.mean_rel_dev is not None else (m.reason or "")
-        lines.append(f"  {m.metric:<24} {STATUS_WORDS.get(m.status, m.status):<10} {m.steps_compared:>5} steps  {dev}")
-    if out.determinism:
-        lines.append(f"  {out.determinism}")
-    lines.extend(f"  warning: {w}" for w in out.warnings)
-    if out.plot_path:
-        lines.append(f"  plot: {out.plot_path}")
-    from acc_agent.text_safety import terminal_lines
-
-    return terminal_lines(lines)
+    standard = [f"{out.profile_title} ({out.profile_description})"] if out.profile_title else []
+    return render(_Headline(VERDICT_WORDS.get(out.verdict, out.verdict), out.summary),
+                  labelled("standard", standard), _criteria_lines(out), _METRIC_LINES.lines(out.metrics),
+                  _PLAIN_LINES.lines([out.determinism] if out.determinism else []), labelled("warning", out.warnings),
+                  labelled("plot", [out.plot_path] if out.plot_path else []))
 
 
-def _wanted(params: CompareLossCurvesInput, profile: Any, common: list[str]) -> list[str]:
+class _Runs(TypedDict):
+    """What every result says of the two logs and the standard, whatever the verdict."""
+
+    baseline_log: str
+    target_log: str
+    baseline_format: str
+    target_format: str
+    profile: str
+    profile_title: str
+    profile_description: str
+
+
+class _ParsedRuns(_Runs, total=False):
+    """What a result adds once both logs have metrics: the runs' devices, step units, the platforms."""
+
+    baseline_device: str | None
+    target_device: str | None
+    step_units: dict[str, str]
+    comparison: Literal["cross_platform", "same_platform", "unknown"]
+
+
+class _Findings(TypedDict):
+    """The criteria and the warnings of a comparison that ran."""
+
+    criteria: list[CriterionResult]
+    failed_criteria: list[str]
+    warnings: list[str]
+    performance_failed: list[str]
+
+
+class _Extras(_Findings, total=False):
+    """What only some comparisons have: a first divergence, a determinism finding, a plot."""
+
+    first_divergent_step: int | None
+    first_divergent_metric: str
+    determinism: str
+    plot_path: str
+    plot_note: str
+
+
+def _wanted(params: CompareLossCurvesInput, profile: Profile, common: list[str]) -> list[str]:
     from acc_agent.numerics.loss_profiles import is_performance
 
     if params.metrics:
@@ -80,7 +148,7 @@ def _wanted(params: CompareLossCurvesInput, profile: Any, common: list[str]) -> 
     return names
 
 
-def _summary(verdict: str, profile: Any, criteria: list[CriterionResult], metrics: list[CurveComparison],
+def _summary(verdict: str, profile: Profile, criteria: list[CriterionResult], metrics: list[CurveComparison],
              first: CurveComparison | None) -> str:
     acc = [c for c in criteria if c.kind == "accuracy" and c.status != "na"]
     failed = [c for c in acc if c.status == "fail"]
@@ -121,11 +189,11 @@ def compare_loss_curves(params: CompareLossCurvesInput) -> CompareLossCurvesOutp
     profile = PROFILES[params.profile]
     base_log = parse_log(params.baseline_log)
     targ_log = parse_log(params.target_log)
-    head: dict[str, Any] = {
-        "baseline_log": str(base_log.path), "target_log": str(targ_log.path),
-        "baseline_format": base_log.format, "target_format": targ_log.format,
-        "profile": profile.name, "profile_title": profile.title, "profile_description": profile.description,
-    }
+    head = _ParsedRuns(
+        baseline_log=str(base_log.path), target_log=str(targ_log.path),
+        baseline_format=base_log.format, target_format=targ_log.format,
+        profile=profile.name, profile_title=profile.title, profile_description=profile.description,
+    )
     evidence = [Evidence(kind="file", ref=str(base_log.path), detail=f"baseline, format {base_log.format}"),
                 Evidence(kind="file", ref=str(targ_log.path), detail=f"target, format {targ_log.format}")]
     if not base_log.has_metrics or not targ_log.has_metrics:
@@ -133,8 +201,8 @@ def compare_loss_curves(params: CompareLossCurvesInput) -> CompareLossCurvesOutp
         reason = f"no recognisable metric in {empty.path} ({empty.detection})"
         return CompareLossCurvesOutput(verdict="insufficient_data", summary=reason, evidence=evidence, **head)
     b_run, t_run = base_log.run(params.baseline_run), targ_log.run(params.target_run)
-    head.update(baseline_device=b_run.device, target_device=t_run.device,
-                step_units={"baseline": b_run.step_unit, "target": t_run.step_unit})
+    head["baseline_device"], head["target_device"] = b_run.device, t_run.device
+    head["step_units"] = {"baseline": b_run.step_unit, "target": t_run.step_unit}
     if b_run.device and t_run.device:
         head["comparison"] = "same_platform" if b_run.device == t_run.device else "cross_platform"
     common = sorted(set(b_run.series) & set(t_run.series))
@@ -147,7 +215,7 @@ def compare_loss_curves(params: CompareLossCurvesInput) -> CompareLossCurvesOutp
     warm = set(b_run.warmup_steps) | set(t_run.warmup_steps)
     results: list[CurveComparison] = []
     criteria: list[CriterionResult] = []
-    panels = []
+    panels: list[CurvePanel] = []
     for metric in _wanted(params, profile, common):
         rules = profile.criteria_for(metric)
         if not rules and (metric in params.tolerances or params.metrics):
@@ -169,15 +237,13 @@ def compare_loss_curves(params: CompareLossCurvesInput) -> CompareLossCurvesOutp
         criteria += judged.criteria
         warnings += judged.notes
         if params.plot is not None and judged.panel is not None and judged.comparison.steps_compared:
-            from acc_agent.io.curve_plot import CurvePanel
-
-            panels.append(CurvePanel(*judged.panel))
+            panels.append(judged.panel)
     acc = [c for c in criteria if c.kind == "accuracy" and c.status != "na"]
     failed = [c for c in acc if c.status == "fail"]
-    out_extra: dict[str, Any] = {
-        "criteria": criteria, "failed_criteria": [c.label for c in failed], "warnings": warnings,
-        "performance_failed": [c.label for c in criteria if c.kind == "performance" and c.status == "fail"],
-    }
+    out_extra = _Extras(
+        criteria=criteria, failed_criteria=[c.label for c in failed], warnings=warnings,
+        performance_failed=[c.label for c in criteria if c.kind == "performance" and c.status == "fail"],
+    )
     verdict: Literal["identical", "match", "diverged", "insufficient_data"]
     first: CurveComparison | None = None
     acc_metrics = [r for r in results if r.kind == "accuracy" and r.status != "na"]
@@ -189,7 +255,7 @@ def compare_loss_curves(params: CompareLossCurvesInput) -> CompareLossCurvesOutp
             verdict = "diverged"
             failing = [r for r in acc_metrics if r.status == "fail"]
             first = min(failing, key=lambda r: (r.first_divergent_step if r.first_divergent_step is not None else 1 << 62, r.metric != "loss"))
-            out_extra.update(first_divergent_step=first.first_divergent_step, first_divergent_metric=first.metric)
+            out_extra["first_divergent_step"], out_extra["first_divergent_metric"] = first.first_divergent_step, first.metric
         elif acc_metrics and all(r.status == "identical" for r in acc_metrics):
             verdict = "identical"
         else:
@@ -214,7 +280,7 @@ def compare_loss_curves(params: CompareLossCurvesInput) -> CompareLossCurvesOutp
     return CompareLossCurvesOutput(verdict=verdict, summary=summary, evidence=evidence, metrics=results, **head, **out_extra)
 
 
-def _plot(path: Path, panels: list[Any], out_extra: dict[str, Any], evidence: list[Evidence], b_label: str, t_label: str) -> None:
+def _plot(path: Path, panels: list[CurvePanel], out_extra: _Extras, evidence: list[Evidence], b_label: str, t_label: str) -> None:
     if not panels:
         out_extra["plot_note"] = "plot not written: no metric had overlapping steps"
         return

@@ -8,24 +8,20 @@ logs' argument/config dumps or from YAML/JSON/python config files (python is par
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
-from pydantic import Field
-
-from acc_agent.models.common import Evidence, ToolInput
-from acc_agent.models.training import CompareRunConfigsOutput, ConfigDiff
-from acc_agent.text_safety import terminal_lines
+from acc_agent.models.common import Evidence
+from acc_agent.models.training import (
+    CompareRunConfigsInput,
+    CompareRunConfigsOutput,
+    ConfigDiff,
+    ConfigStatus,
+)
+from acc_agent.text_columns import Column, Table, render
 from acc_agent.tools.spec import tool
 
 
-class CompareRunConfigsInput(ToolInput):
-    baseline: Path = Field(description="Baseline run's log or config file (YAML/JSON/python config, Megatron log with its argument dump, mmcv log with its Config dump, trainer_state.json).")
-    target: Path = Field(description="Target run's log or config file.")
-    ignore: list[str] = Field(default_factory=list, description="Canonical settings to leave out (e.g. world_size when the card count legitimately differs).")
-
-
-def _same(a: Any, b: Any) -> bool:
+def _same(a: object, b: object) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return bool(a) == bool(b) if isinstance(a, bool) and isinstance(b, bool) else str(a).lower() == str(b).lower()
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
@@ -33,7 +29,7 @@ def _same(a: Any, b: Any) -> bool:
     return str(a).strip().lower() == str(b).strip().lower()
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     """A setting as a person writes it: 2e-05, 16, bf16, yes/no, not stated — never a Python repr."""
     if value is None:
         return "not stated"
@@ -46,14 +42,31 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-_STATUS = {"same": "same", "different": "DIFFERENT", "baseline_only": "baseline only", "target_only": "target only"}
+_STATUS: dict[ConfigStatus, str] = {"same": "same", "different": "DIFFERENT", "baseline_only": "baseline only", "target_only": "target only"}
+
+#: One line per setting: how the two sides compare, its name, then each side's value.
+_DIFF_LINES = Table[ConfigDiff]([
+    Column(lambda d: _STATUS[d.status], width=13),
+    Column(lambda d: d.name, width=22),
+    Column(lambda d: "baseline"),
+    Column(lambda d: _show(d.baseline), width=20),
+    Column(lambda d: "target"),
+    Column(lambda d: _show(d.target)),
+])
 
 
 def _render(out: CompareRunConfigsOutput) -> str:
-    lines = [f"[{out.verdict}] {out.summary}"]
-    for d in out.diffs:
-        lines.append(f"  {_STATUS[d.status]:<13} {d.name:<22} baseline {_show(d.baseline):<20} target {_show(d.target)}")
-    return terminal_lines(lines)
+    return render(out, _DIFF_LINES.lines(out.diffs))
+
+
+class _Sides(TypedDict):
+    """What every result names, whatever the verdict: the two sources and each setting's comparison."""
+
+    baseline: str
+    target: str
+    baseline_source: str
+    target_source: str
+    diffs: list[ConfigDiff]
 
 
 @tool(
@@ -75,8 +88,8 @@ def compare_run_configs(params: CompareRunConfigsInput) -> CompareRunConfigsOutp
         if name in params.ignore:
             continue
         if name in b and name in t:
-            status = "same" if _same(b[name][0], t[name][0]) else "different"
-            diffs.append(ConfigDiff(name=name, status=status, baseline=b[name][0], target=t[name][0], baseline_key=b[name][1], target_key=t[name][1]))  # type: ignore[arg-type]
+            status: ConfigStatus = "same" if _same(b[name][0], t[name][0]) else "different"
+            diffs.append(ConfigDiff(name=name, status=status, baseline=b[name][0], target=t[name][0], baseline_key=b[name][1], target_key=t[name][1]))
         elif name in b:
             diffs.append(ConfigDiff(name=name, status="baseline_only", baseline=b[name][0], baseline_key=b[name][1]))
         else:
@@ -85,7 +98,7 @@ def compare_run_configs(params: CompareRunConfigsInput) -> CompareRunConfigsOutp
                 Evidence(kind="file", ref=str(params.target), detail=f"target settings: {t_src}")]
     both = [d for d in diffs if d.status in ("same", "different")]
     different = [d for d in both if d.status == "different"]
-    head: dict[str, Any] = {"baseline": str(params.baseline), "target": str(params.target), "baseline_source": b_src, "target_source": t_src, "diffs": diffs}
+    head = _Sides(baseline=str(params.baseline), target=str(params.target), baseline_source=b_src, target_source=t_src, diffs=diffs)
     one_sided = [d.name for d in diffs if d.status in ("baseline_only", "target_only")]
     tail = f"; stated on one side only: {', '.join(one_sided)}" if one_sided else ""
     if not both:

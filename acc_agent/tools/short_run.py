@@ -12,26 +12,26 @@ import json
 import math
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
-
-from pydantic import Field
+from typing import TYPE_CHECKING, TypedDict
 
 from acc_agent.atomic import atomic_write_text
 from acc_agent.frontend import option
-from acc_agent.models.common import Evidence, ToolInput
+from acc_agent.models.common import Evidence
 from acc_agent.models.training import (
     Band,
-    BandArg,
     Check,
+    JudgeShortRunInput,
     JudgeShortRunOutput,
     RepeatRecord,
+    ShortRunVerdict,
     Window,
-    WindowArg,
 )
-from acc_agent.text_safety import terminal_lines
+from acc_agent.text_columns import Column, Table, labelled, render
 from acc_agent.tools.spec import tool
 
-STALL_STEPS = 500
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
 RECORD_NAME = ".acc-agent/short_run_record.json"
 PASSED = ("pass", "pass_above_band")
 
@@ -59,19 +59,6 @@ def default_record_file() -> Path:
         if (folder / "mig.yaml").is_file():
             return folder / RECORD_NAME
     return here / RECORD_NAME
-
-
-class JudgeShortRunInput(ToolInput):
-    log: Path = Field(description="Training log of the short run (any format parse-training-log reads).")
-    window: WindowArg = Field(default_factory=Window, description="Steps to judge, START:END inclusive; either side may be empty (default: the whole run).")
-    band: BandArg = Field(default_factory=Band, description="Expected cumulative loss drop LOW,HIGH as fractions (0.3,0.5) or percent (30,50). The dataset notes (Mig_Readme §3.1) may narrow it.")
-    metric: str = Field(default="loss", description="Canonical metric to judge (the single main loss named in Mig_Readme §3.1).")
-    run: int | None = Field(default=None, ge=0, description="Run index inside the log (default: the run with the most loss points).")
-    stall_steps: int = Field(default=STALL_STEPS, ge=1, description="Beyond this many cumulative steps without clear improvement, stop adding steps and suspect the model, code or data pipeline.")
-    improvement_threshold: float = Field(default=0.05, ge=0.0, le=1.0, description="Relative drop below which a run beyond stall_steps counts as 'no clear improvement'.")
-    config: Path | None = Field(default=None, description="Run configuration file (YAML/JSON/log) that identifies 'the same short run' for the do-not-repeat rule.")
-    record_file: Path | None = Field(default=None, description="Where passed short runs are recorded (default: .acc-agent/short_run_record.json beside the project's mig.yaml, found from the current folder upwards, else in the current folder; never beside the log).")
-    record: bool = Field(default=True, description="Record a pass and check for repeats (--no-record to judge without touching the record file).")
 
 
 def _sha256(path: Path) -> str:
@@ -120,15 +107,49 @@ def _load_records(path: Path) -> tuple[list[RepeatRecord], str | None]:
         return [], f"record file {path} is unreadable ({type(exc).__name__}); it was left untouched and no repeat check was possible"
 
 
+#: One line per smoke / floating-point-exception check: its name, status and what it found.
+_CHECK_LINES = Table[Check]([
+    Column(lambda c: f"check {c.name}:"),
+    Column(lambda c: c.status),
+    Column(lambda c: f"— {c.detail}"),
+])
+
+#: The checklist of what to suspect when the loss stalls, as a bulleted list.
+_CHECKLIST_LINES = Table[str]([Column(lambda item: "-"), Column(lambda item: item)])
+
+
 def _render(out: JudgeShortRunOutput) -> str:
-    lines = [f"[{out.verdict}] {out.summary}"]
-    if out.band_fit:
-        lines.append(f"  band: {out.band_fit}")
-    lines.extend(f"  check {c.name}: {c.status} — {c.detail}" for c in out.checks)
-    lines.extend(f"  - {item}" for item in out.checklist)
-    if out.repeat_check:
-        lines.append(f"  repeat: {out.repeat_check}")
-    return terminal_lines(lines)
+    return render(out, labelled("band", [out.band_fit] if out.band_fit else []), _CHECK_LINES.lines(out.checks),
+                  _CHECKLIST_LINES.lines(out.checklist), labelled("repeat", [out.repeat_check] if out.repeat_check else []))
+
+
+class _Judged(TypedDict):
+    """What every result names, whatever the verdict: the log, the metric and the band."""
+
+    log_path: str
+    metric: str
+    band: Band
+
+
+class _InWindow(_Judged):
+    """What every result of a run that has the metric adds: the run, the window used, its points."""
+
+    run: int
+    window: Window
+    points: int
+
+
+class _Numbers(TypedDict):
+    """The drop and trend over the window, and the checks: what a judged (stalled or banded) result carries."""
+
+    relative_drop: float
+    relative_drop_pct: float
+    start_value: float
+    end_value: float
+    endpoint_points: int
+    trend_slope: float
+    falling_fraction: float
+    checks: list[Check]
 
 
 @tool(
@@ -149,7 +170,7 @@ def judge_short_run(params: JudgeShortRunInput) -> JudgeShortRunOutput:
 
     parsed = parse_log(params.log)
     path = str(parsed.path)
-    base: dict[str, Any] = {"log_path": path, "metric": params.metric, "band": params.band}
+    base = _Judged(log_path=path, metric=params.metric, band=params.band)
     evidence = [Evidence(kind="file", ref=path, detail=f"format {parsed.format}"),
                 Evidence(kind="threshold", ref=f"band {params.band.low:.0%}-{params.band.high:.0%}", detail="default 30-50 % cumulative drop over the window; the dataset notes (Mig_Readme §3.1) may narrow it")]
     if not parsed.has_metrics:
@@ -172,10 +193,10 @@ def judge_short_run(params: JudgeShortRunInput) -> JudgeShortRunOutput:
     window = Window(start_step=first, end_step=last if last > first else None)
     evidence.append(Evidence(kind="steps", ref=f"{params.metric} steps {window.start_step}-{window.end_step} ({w_steps.size} points)",
                              detail=f"run {run.index}" + (f", lines {run.start_line}-{run.end_line}" if run.start_line else "")))
-    common: dict[str, Any] = dict(base, run=run.index, window=window, points=int(w_steps.size))
+    common = _InWindow(log_path=path, metric=params.metric, band=params.band, run=run.index, window=window, points=int(w_steps.size))
 
     # smoke / FP-exception checks over the window
-    in_window: dict[str, tuple[Any, Any]] = {}
+    in_window: dict[str, tuple[ArrayLike, ArrayLike]] = {}
     for name, s in run.series.items():
         st = np.asarray(s.steps, dtype=np.int64)
         m = (st >= lo) & (st <= hi)
@@ -197,8 +218,8 @@ def judge_short_run(params: JudgeShortRunInput) -> JudgeShortRunOutput:
     slope = theil_sen_slope(w_steps, w_vals)
     falling = falling_fraction(w_vals)
     pct = drop.relative_drop * 100
-    numbers: dict[str, Any] = dict(relative_drop=drop.relative_drop, relative_drop_pct=round(pct, 3), start_value=drop.start_value, end_value=drop.end_value,
-                   endpoint_points=drop.k, trend_slope=slope, falling_fraction=falling, checks=checks)
+    numbers = _Numbers(relative_drop=drop.relative_drop, relative_drop_pct=round(pct, 3), start_value=drop.start_value, end_value=drop.end_value,
+                       endpoint_points=drop.k, trend_slope=slope, falling_fraction=falling, checks=checks)
     span = f"steps {window.start_step}-{window.end_step}"
     band_txt = f"{params.band.low:.0%}-{params.band.high:.0%}"
     last_step = int(w_steps[-1])
@@ -215,6 +236,7 @@ def judge_short_run(params: JudgeShortRunInput) -> JudgeShortRunOutput:
 
     band_fit = None
     suggested = None
+    verdict: ShortRunVerdict
     if drop.relative_drop < params.band.low:
         verdict = "below_band"
         if math.isfinite(slope) and slope < 0 and drop.start_value > 0:
@@ -234,7 +256,7 @@ def judge_short_run(params: JudgeShortRunInput) -> JudgeShortRunOutput:
         verdict = "pass_above_band"
         summary = f"{params.metric} dropped {pct:.1f}% over {span}, above the {band_txt} band (allowed; write the actual {pct:.1f}% in Mig_report): short run passed — stop here"
 
-    out = JudgeShortRunOutput(verdict=verdict, summary=summary, evidence=evidence, band_fit=band_fit, suggested_end_step=suggested, **numbers, **common)  # type: ignore[arg-type]
+    out = JudgeShortRunOutput(verdict=verdict, summary=summary, evidence=evidence, band_fit=band_fit, suggested_end_step=suggested, **numbers, **common)
     _repeat_rule(params, out, run, parsed.format)
     return out
 

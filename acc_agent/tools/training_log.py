@@ -7,12 +7,15 @@ runs into the public output model and its evidence.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-from pydantic import Field
-
-from acc_agent.models.common import CsvStrs, Evidence, ToolInput
-from acc_agent.models.training import MetricPoint, ParseTrainingLogOutput, RunSummary, StepRange
+from acc_agent.models.common import Evidence
+from acc_agent.models.training import (
+    MetricPoint,
+    ParseTrainingLogInput,
+    ParseTrainingLogOutput,
+    RunSummary,
+    StepRange,
+)
 from acc_agent.text_columns import Column, Table, labelled, render
 from acc_agent.tools.spec import tool
 
@@ -29,13 +32,6 @@ UNITS = {
     "throughput": "samples/s as printed (fps, samples_per_second)",
     "lr": "learning rate",
 }
-
-
-class ParseTrainingLogInput(ToolInput):
-    log: Path = Field(description="Training log: text (Megatron/MindSpeed, mmcv/mmengine, MindSpore, timm, PyTorch ImageNet example, HF printed dicts), JSON (trainer_state.json, Megatron golden values, MindSpeed baseline), JSON lines, CSV, or a TensorBoard event file / run directory (needs the tensorboard package).")
-    format: str | None = Field(default=None, description="Force a format by name instead of detecting it (e.g. megatron, hf_trainer_state, mmcv).")
-    run: int | None = Field(default=None, ge=0, description="Which run of the file to return series for (default: the one with the most loss points).")
-    metrics: CsvStrs | None = Field(default=None, description="Only return these canonical metrics, comma-separated (default: all).")
 
 
 def run_summary(run: object) -> RunSummary:
