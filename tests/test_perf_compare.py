@@ -17,7 +17,7 @@ from acc_agent.models.performance import (
 )
 from acc_agent.numerics.stats import bootstrap_ratio, detect_outliers, detect_warmup, mann_whitney, summarize
 from acc_agent.registry import call_tool
-from acc_agent.tools.performance import _stats
+from acc_agent.tools.perf.measurement import batch_statistics
 
 
 def _lognormal(median_ms: float, n: int, seed: int, sigma: float = 0.05) -> list[float]:
@@ -28,7 +28,7 @@ def _lognormal(median_ms: float, n: int, seed: int, sigma: float = 0.05) -> list
 def _results(path: Path, per_batch: dict[int, list[float]], scope: str = "end_to_end",
              stages: dict[int, dict[str, list[float]]] | None = None) -> Path:
     params = MeasurePerformanceInput(callable="x:y", scope=scope)  # type: ignore[arg-type]
-    rows = [_stats(bs, [int(v * 1e6) for v in ms], params, 10, {k: [int(v * 1e6) for v in vals] for k, vals in (stages or {}).get(bs, {}).items()})
+    rows = [batch_statistics(bs, [int(v * 1e6) for v in ms], params, 10, {k: [int(v * 1e6) for v in vals] for k, vals in (stages or {}).get(bs, {}).items()})
             for bs, ms in per_batch.items()]
     out = MeasurePerformanceOutput(
         verdict="measured", summary="synthetic", results=rows,
