@@ -17,7 +17,7 @@ import pytest
 from acc_agent.io.env import probe as probe_module
 from acc_agent.io.process import PIPE_GRACE_S, run_bounded
 from acc_agent.registry import all_tools
-from acc_agent.tools import environment
+from acc_agent.tools.envcheck import probes
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -99,14 +99,14 @@ def test_smi_commands_time_out_and_are_cut(tmp_path: Path, monkeypatch: pytest.M
     bin_dir = tmp_path / "bin"
     _fake_tool(bin_dir, "npu-smi", "sleep 60 & sleep 60")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(environment, "_SMI_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(probes, "SMI_TIMEOUT_S", 1.0)
     start = time.monotonic()
-    text, why = environment._run_smi(["npu-smi", "info"])
+    text, why = probes.run_smi(["npu-smi", "info"])
     assert text is None and "did not answer within 1 s" in why
     assert time.monotonic() - start < 1 + PIPE_GRACE_S + 3
     _fake_tool(bin_dir, "npu-smi", f"{PY} -c \"print('+' * 10_000_000)\"")
-    monkeypatch.setattr(environment, "_MAX_TEXT", 65536)
-    text, why = environment._run_smi(["npu-smi", "info"])
+    monkeypatch.setattr(probes, "MAX_TEXT", 65536)
+    text, why = probes.run_smi(["npu-smi", "info"])
     assert text is not None and len(text) == 65536 and "output cut" in why
 
 

@@ -9,9 +9,9 @@ environment snapshot the reports quote (Mig_report §3, Compare §2.1/2.2).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from acc_agent.models.common import Model, ToolInput, ToolOutput
 
@@ -165,6 +165,55 @@ class EnvDifference(Model):
         description="expected (baseline GPU vs target NPU stacks naturally differ) or review (may change the numbers)"
     )
     note: str = ""
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _section(value: object) -> dict[str, str | None]:
+    """A section as the diff compares it: each value as its text; anything but an object reads as empty."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(key): _text(item) for key, item in value.items()}
+
+
+def _device_names(value: object) -> list[str | None]:
+    """A device list as names: anything but a list reads as no devices, an entry without a name as None."""
+    if not isinstance(value, list):
+        return []
+    return [_text(entry.get("name")) if isinstance(entry, dict) else None for entry in value]
+
+
+def _object(value: object) -> dict[str, object]:
+    """A section holding further sections: anything but an object reads as an empty one."""
+    return {str(key): item for key, item in value.items()} if isinstance(value, dict) else {}
+
+
+class SnapshotNpuSmi(Model):
+    """The npu-smi section of a snapshot, as far as the diff reads it: the chips' names."""
+
+    chips: Annotated[list[str | None], BeforeValidator(_device_names)] = Field(default_factory=list)
+
+
+class SnapshotNvidiaSmi(Model):
+    """The nvidia-smi section of a snapshot, as far as the diff reads it: the GPUs' names."""
+
+    gpus: Annotated[list[str | None], BeforeValidator(_device_names)] = Field(default_factory=list)
+
+
+class EnvironmentSnapshot(Model):
+    """What ``diff_environments`` compares in a snapshot ``check_environment`` wrote.
+
+    A snapshot is a file a user may have edited by hand or written with an older version, so its
+    sections are read, never asserted: a section that is not an object reads as empty, a value as its
+    text (a number, a list), and a device entry of any shape counts as a device, named when it has one.
+    """
+
+    versions: Annotated[dict[str, str | None], BeforeValidator(_section)] = Field(default_factory=dict)
+    system: Annotated[dict[str, str | None], BeforeValidator(_section)] = Field(default_factory=dict)
+    npu_smi: Annotated[SnapshotNpuSmi, BeforeValidator(_object)] = Field(default_factory=SnapshotNpuSmi)
+    nvidia_smi: Annotated[SnapshotNvidiaSmi, BeforeValidator(_object)] = Field(default_factory=SnapshotNvidiaSmi)
 
 
 class DiffEnvironmentsInput(ToolInput):

@@ -153,22 +153,3 @@ def installed_versions(names: tuple[str, ...] = FRAMEWORK_PACKAGES) -> dict[str,
                 continue
         out[name] = version
     return out
-
-
-_BASE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
-
-
-def base_version(version: str) -> tuple[int, int, int] | None:
-    """``2.1.0.post8.dev20241009`` -> (2, 1, 0); ``2.7.1+cpu`` -> (2, 7, 1)."""
-    m = _BASE.match(version.strip())
-    if not m:
-        return None
-    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
-
-
-def torch_npu_matches(torch_version: str, torch_npu_version: str) -> bool | None:
-    """torch_npu X.Y.Z.postN is built for torch X.Y.Z: the release numbers must be equal."""
-    t, n = base_version(torch_version), base_version(torch_npu_version)
-    if t is None or n is None:
-        return None
-    return t == n
