@@ -6,16 +6,65 @@ The diagnosis part (first divergence, category, next actions) lives in ``models/
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, model_serializer
 
-from acc_agent.models.common import Model, ToolOutput
+from acc_agent.models.common import Model, ToolInput, ToolOutput
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence
 
+#: Rows inline by default: keeps a 2,000-row result under 20 KB of JSON for an agent; the CSV has all.
+DEFAULT_TOP = 12
+
 RowStatus = Literal["pass", "warning", "error", "unmatched", "skipped"]
+#: The precisions a user may judge a migrated run at (the tolerance table's rows).
+Precision = Literal["fp16", "bf16", "fp32"]
 #: How a row was compared: real tensor data, msprobe's Max/Min/Mean/Norm statistics, or CRC32 digests.
 CompareMode = Literal["tensor", "statistics", "md5"]
+
+
+class CompareTensorsInput(ToolInput):
+    golden: str = Field(description="Baseline output(s): .npy/.pt/.safetensors/.npz file, FILE.npz:KEY, or a folder. "
+                                    "Several outputs in one file or folder are paired by name.")
+    target: str = Field(description="Migrated (NPU) output(s), same forms as golden.")
+    precision: Precision | None = Field(
+        default=None, description="Target precision; sets rtol/atol. Default: bf16 if the target tensor is "
+                                  "bf16, else fp16 (the default migration target).")
+    rtol: float | None = Field(default=None, ge=0, description="Override the table's relative tolerance.")
+    atol: float | None = Field(default=None, ge=0, description="Override the table's absolute tolerance.")
+    min_within: float = Field(default=1.0, gt=0, le=1, description="Share of elements within |t-g| <= atol + rtol*|g|. "
+                                                                    "1.0 = every element, like numpy.allclose.")
+
+
+class CompareDumpsInput(ToolInput):
+    golden: str = Field(description="Golden (trusted GPU/CPU) dump: msprobe dump.json, its rank folder, a "
+                                    "step*/rank* dump root, a folder of .npy files, or one .npz/.safetensors file.")
+    target: str = Field(description="Target (migrated NPU) dump, same forms as GOLDEN.")
+    bench: str | None = Field(default=None, description="Optional bench dump: the baseline hardware run at the "
+                                                        "target's precision, compared against golden too.")
+    mapping: str | None = Field(default=None, description="YAML file mapping renamed target tensor names to "
+                                                          "golden names ('target: golden'; a key ending in '.' "
+                                                          "maps a name prefix).")
+    csv: str | None = Field(default=None, description="Write the full table here, with msprobe's column names.")
+    precision: Precision | None = Field(
+        default=None, description="Target precision every tensor is judged at. Default: each tensor's recorded "
+                                  "dtype decides — the diagnosis judges it by the rounding of its dtype (dump.json's, "
+                                  "else the stored array's), and the rtol/atol share uses BF16 for a bf16 tensor and "
+                                  "FP16 otherwise (float32 storage does not show an FP32 run). Pass fp32 for an FP32 "
+                                  "run, fp16 or bf16 to judge every tensor at that precision.")
+    top: int = Field(default=DEFAULT_TOP, ge=1, description="Rows kept inline (the worst first); the CSV has all.")
+    all_rows: bool = Field(default=False, description="Return every row (and every unmatched name) inline instead "
+                                                      "of the worst --top.")
+    pair_by_order: bool = Field(default=False, description="Also pair every leftover tensor by execution order and "
+                                                           "shape. Without it this happens automatically where most "
+                                                           "names do not pair (renamed or fused layers), and the "
+                                                           "diagnosis says so.")
+    workers: int | None = Field(default=None, ge=1, le=4096, description="Worker processes (default: one per core for "
+                                                                "several ranks or a large dump, else 1).")
+    scheduler: str | None = Field(default=None, description="Run the ranks as Dask tasks: a scheduler address "
+                                                            "(tcp://host:8786) whose workers can read the dump "
+                                                            "paths, or 'local' for a cluster on this machine. "
+                                                            "Needs pip install 'acc-agent[distributed]'.")
 
 
 class TensorMetrics(Model):
@@ -93,7 +142,7 @@ class DumpRow(TensorMetrics):
     # skips missing keys; the serializer below fills them back in for the output).
     if not TYPE_CHECKING:
 
-        def __getattr__(self, name: str) -> Any:
+        def __getattr__(self, name: str) -> object:
             derived = _DERIVED.get(name)
             if derived is not None:
                 return self._derived(*derived)

@@ -6,7 +6,20 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from acc_agent.models.common import Model, ToolOutput
+from acc_agent.models.common import Model, ToolInput, ToolOutput
+
+
+class ReplayOpInput(ToolInput):
+    golden: str = Field(description="Golden msprobe dump (tensor mode): dump.json, its rank folder or the dump root.")
+    target: str = Field(description="Target msprobe dump (tensor mode), same forms as GOLDEN.")
+    op: str = Field(description="The call to re-run, as compare_dumps names it (Functional.gelu.1.forward); a row "
+                                "name (…forward.output.0) is accepted.")
+    rank: str | None = Field(default=None, description="Rank folder key (step0/rank1) when the dumps hold several.")
+    bundle: str | None = Field(default=None, description="Write the vendor reproduction (tensors, arguments, "
+                                                         "metrics, README, repro.py) into this folder.")
+    environment: str | None = Field(default=None, description="Environment snapshot JSON (check_environment) to "
+                                                              "put into the bundle.")
+    lang: Literal["en", "zh"] = Field(default="en", description="Language of the bundle's README.")
 
 
 class Closeness(Model):
@@ -52,6 +65,15 @@ class ReplayOpOutput(ToolOutput):
     differing_inputs: list[ArgumentDiff] = Field(default_factory=list)
     bundle: str | None = Field(default=None, description="Folder with the vendor reproduction (repro.py, tensors).")
     next_actions: list[str] = Field(default_factory=list)
+
+
+class BisectPrecisionInput(ToolInput):
+    model: str = Field(description="FILE.py:FUNC or package.module:FUNC; FUNC() returns (model, example_inputs) "
+                                   "with example_inputs a tuple of positional arguments or a dict of keyword ones.")
+    low: Literal["bf16", "fp16"] = Field(default="bf16", description="The low precision to run layers in.")
+    tolerance: float | None = Field(default=None, gt=0, description="Largest relative L2 error of the model output "
+                                                                     "accepted (default: 5 unit roundoffs of LOW: "
+                                                                     "0.0195 for bf16, 0.00244 for fp16).")
 
 
 class BisectStep(Model):

@@ -24,17 +24,20 @@ import os
 import pickle
 import shutil
 import tempfile
+from collections.abc import Callable
 from itertools import accumulate
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from acc_agent.errors import AccAgentError
 from acc_agent.fork_safety import can_fork
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     from acc_agent.models.compare import DumpRow
+    from acc_agent.tools._compare_csv import DumpHeaders
+    from acc_agent.tools._stat_rows import ScalarRow
 
 #: Fewer rows than this are written in this process: the fork and the wait cost more than they save.
 MIN_ROWS = 20_000
@@ -82,7 +85,7 @@ class BackgroundCsv:
         self._open = True  # the pipes are ours to close and the children ours to wait for
 
     @classmethod
-    def start(cls, rows: list[DumpRow], scalar_rows: Sequence[Any], dumps: Mapping[str, tuple[Any, Any]],
+    def start(cls, rows: list[DumpRow], scalar_rows: Sequence[ScalarRow], dumps: DumpHeaders,
               path: Path, parts: int | None = None) -> BackgroundCsv | None:
         """Fork the drafting children, or None where forking is not safe or not worth it."""
         if len(rows) < MIN_ROWS or not can_fork():
@@ -130,9 +133,9 @@ class BackgroundCsv:
                 if not report.startswith(b"ok") or os.waitstatus_to_exitcode(status) != 0:
                     raise _child_error(report, status, self.path)
             if len(self._children) > 1:
-                from acc_agent.tools._compare_csv import guarded_write
+                from acc_agent.tools._compare_csv import guarded_write_bytes
 
-                guarded_write(self.path, lambda out: _join(part_files, out), binary=True)
+                guarded_write_bytes(self.path, lambda out: _join(part_files, out))
         finally:
             for part in part_files:
                 with contextlib.suppress(OSError):
@@ -169,13 +172,13 @@ def _join(parts: list[Path], out: BinaryIO) -> None:
             shutil.copyfileobj(fh, out, 16 << 20)
 
 
-def _child(rows: list[DumpRow], scalar_rows: Sequence[Any], dumps: Mapping[str, tuple[Any, Any]], path: Path,
+def _child(rows: list[DumpRow], scalar_rows: Sequence[ScalarRow], dumps: DumpHeaders, path: Path,
            part: tuple[int, int], number: int | None, down: int, up: int) -> None:
     """Draft this child's share, apply the diagnosis's statuses to the copy, report ``ok`` (with the
     part's file when there are several children) or the error as JSON."""
     code = 1
     try:
-        from acc_agent.tools._compare_csv import guarded_write, status_cells
+        from acc_agent.tools._compare_csv import guarded_write_bytes, status_cells
 
         draft, spans, drafted = _draft(rows, scalar_rows, dumps, path, part)
         with os.fdopen(down, "rb") as fh:
@@ -190,7 +193,7 @@ def _child(rows: list[DumpRow], scalar_rows: Sequence[Any], dumps: Mapping[str, 
         edits.sort()
         with draft:
             if number is None:  # the only child: it writes the CSV itself
-                guarded_write(path, lambda out: _copy_edited(draft, out, edits), binary=True)
+                guarded_write_bytes(path, lambda out: _copy_edited(draft, out, edits))
                 os.write(up, b"ok")
             else:
                 part_path = _part_file(path, number, lambda out: _copy_edited(draft, out, edits))
@@ -205,7 +208,7 @@ def _child(rows: list[DumpRow], scalar_rows: Sequence[Any], dumps: Mapping[str, 
         os._exit(code)
 
 
-def _part_file(path: Path, number: int, write: Any) -> Path:
+def _part_file(path: Path, number: int, write: Callable[[BinaryIO], object]) -> Path:
     """A named file for one part, beside the CSV where its folder is writable (the parent joins and deletes it)."""
     try:
         fd, name = tempfile.mkstemp(prefix=f".{path.name[:80]}.part{number}.", dir=path.parent)
@@ -226,7 +229,7 @@ def _part_file(path: Path, number: int, write: Any) -> Path:
 _BLOCK = 24_576
 
 
-def _draft(rows: list[DumpRow], scalar_rows: Sequence[Any], dumps: Mapping[str, tuple[Any, Any]], path: Path,
+def _draft(rows: list[DumpRow], scalar_rows: Sequence[ScalarRow], dumps: DumpHeaders, path: Path,
            part: tuple[int, int]) -> tuple[BinaryIO, dict[int, tuple[int, int]], dict[int, tuple[str, str]]]:
     """This share of the CSV with the statuses as they are now, in an unnamed temporary file; where
     each of its rows' Result and Err_message cells lie in it (byte offset, length); and those rows
@@ -295,6 +298,6 @@ def _copy(src: BinaryIO, dst: BinaryIO, n: int) -> None:
         n -= len(chunk)
 
 
-def _report(fd: int, err: dict[str, Any]) -> None:
+def _report(fd: int, err: dict[str, str | None]) -> None:
     with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
         os.write(fd, json.dumps(err).encode("utf-8"))

@@ -16,11 +16,13 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, BinaryIO, TextIO
 
 import numpy as np
+import numpy.typing as npt
 
 from acc_agent.atomic import atomic_write
 from acc_agent.errors import AccAgentError
@@ -28,7 +30,13 @@ from acc_agent.frontend import option
 from acc_agent.models.compare import DumpRow, TensorMetrics
 from acc_agent.numerics.metrics import msprobe_round
 from acc_agent.text_safety import spreadsheet_cell
-from acc_agent.tools._stat_rows import RANK_ARGS
+from acc_agent.tools._stat_rows import RANK_ARGS, ScalarRow
+
+if TYPE_CHECKING:
+    from acc_agent.tools._rank_tasks import DumpInfo
+
+#: Each rank key's (golden, target) dump headers: the dtype spelling, stack.json and data file names come from them.
+DumpHeaders = Mapping[str, "tuple[DumpInfo, DumpInfo]"]
 
 _FORMULA_START = frozenset("=+-@\t\r＝＋－＠")
 
@@ -89,8 +97,8 @@ def _cell(m: TensorMetrics, field: str, msprobe_format: bool) -> str:
     return repr(float(value))
 
 
-def write_csv(rows: list[DumpRow], path: str | Path, scalar_rows: Sequence[Any] | None = None,
-              dumps: Mapping[str, tuple[Any, Any]] | None = None) -> Path:
+def write_csv(rows: list[DumpRow], path: str | Path, scalar_rows: Sequence[ScalarRow] | None = None,
+              dumps: DumpHeaders | None = None) -> Path:
     """Write every row; returns the path written.
 
     ``dumps`` maps a rank key to its (golden, target) Dump: the statistics layout takes the
@@ -100,24 +108,40 @@ def write_csv(rows: list[DumpRow], path: str | Path, scalar_rows: Sequence[Any] 
     return guarded_write(path, lambda fh: _write_tensor_rows(fh, rows, dumps or {}))
 
 
-def statistics_layout(rows: Sequence[DumpRow], scalar_rows: Sequence[Any] | None) -> bool:
+def statistics_layout(rows: Sequence[DumpRow], scalar_rows: Sequence[ScalarRow] | None) -> bool:
     """Whether the table takes msprobe's statistics layout: any statistics/md5 row or non-tensor argument."""
     return bool(scalar_rows) or any(r.compare_mode != "tensor" for r in rows)
 
 
-def guarded_write(path: str | Path, write: Any, binary: bool = False) -> Path:
+def guarded_write(path: str | Path, write: Callable[[TextIO], object]) -> Path:
     """Write the CSV through ``write(fh)`` atomically: a kill mid-table leaves the previous CSV whole.
 
-    Text mode (UTF-8, newlines as written) unless ``binary``. A failure is a ``cannot_write`` error."""
+    Text mode (UTF-8, newlines as written). A failure is a ``cannot_write`` error."""
     out = Path(path)
-    try:
+    with _cannot_write(out):
         out.parent.mkdir(parents=True, exist_ok=True)
-        with (atomic_write(out, "wb") if binary else atomic_write(out, "w", newline="", encoding="utf-8")) as fh:
+        with atomic_write(out, "w", newline="", encoding="utf-8") as fh:
             write(fh)
+    return out
+
+
+def guarded_write_bytes(path: str | Path, write: Callable[[BinaryIO], object]) -> Path:
+    """:func:`guarded_write` for a table copied as bytes (the background writer's drafts and parts)."""
+    out = Path(path)
+    with _cannot_write(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(out, "wb") as fh:
+            write(fh)
+    return out
+
+
+@contextmanager
+def _cannot_write(out: Path) -> Iterator[None]:
+    try:
+        yield
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         raise AccAgentError("cannot_write", f"cannot write CSV {out}: {exc}",
                             hint=f"Choose a writable path for {option('csv')}.", path=str(out)) from None
-    return out
 
 
 class _DataNames:
@@ -127,13 +151,13 @@ class _DataNames:
     found the way msprobe names it — ``dump_tensor_data/<row name>.<ext>`` — with the extension looked up
     once per dump on disk."""
 
-    def __init__(self, dumps: Mapping[str, tuple[Any, Any]]) -> None:
+    def __init__(self, dumps: DumpHeaders) -> None:
         self._dumps = dumps
         self._ext: dict[tuple[str, int], str | None] = {}
 
-    def _folder(self, dump: Any) -> Path | None:
-        source = Path(getattr(dump, "source", "") or "")
-        if getattr(dump, "kind", "") == "msprobe":
+    def _folder(self, dump: DumpInfo) -> Path | None:
+        source = Path(dump.source)
+        if dump.kind == "msprobe":
             return source.parent / "dump_tensor_data"
         return source if source.is_dir() else None
 
@@ -153,7 +177,7 @@ class _DataNames:
         return repr([self._file(rank, 1, r.name), self._file(rank, 0, r.golden_name or r.name)])
 
 
-def _write_tensor_rows(fh: Any, rows: list[DumpRow], dumps: Mapping[str, tuple[Any, Any]]) -> None:
+def _write_tensor_rows(fh: IO[str], rows: list[DumpRow], dumps: DumpHeaders) -> None:
     w = csv.writer(fh)
     w.writerow(HEADER)
     cell = spreadsheet_cell  # names, dtypes and messages come from the dumps: no cell may run as a formula
@@ -190,7 +214,7 @@ def _write_tensor_rows(fh: Any, rows: list[DumpRow], dumps: Mapping[str, tuple[A
         )
 
 
-def _plain(v: Any) -> str:
+def _plain(v: object) -> str:
     """A Max/Min/Mean/Norm value as msprobe prints it in its real-data CSV (N/A when dump.json has none)."""
     if v is None:
         return "N/A"
@@ -215,8 +239,8 @@ _KEYS = ("Max", "Min", "Mean", "Norm")
 _INF = math.inf
 
 
-def write_statistics_csv(fh: Any, rows: list[DumpRow], scalar_rows: Iterable[Any],
-                         dumps: Mapping[str, tuple[Any, Any]]) -> None:
+def write_statistics_csv(fh: IO[str], rows: list[DumpRow], scalar_rows: Iterable[ScalarRow],
+                         dumps: DumpHeaders) -> None:
     """msprobe's statistics CSV: rows API by API in its order, non-tensor arguments included.
 
     Tensor-mode rows of a mixed comparison get msprobe's six real-data metrics in extra columns.
@@ -236,7 +260,7 @@ def status_cells(row: DumpRow) -> str:
     return f"{d.get('status', 'pass')},{_quoted(json.dumps(message.split('; '))) if message else '[]'},"
 
 
-def statistics_lines(rows: list[DumpRow], scalar_rows: Iterable[Any], dumps: Mapping[str, tuple[Any, Any]],
+def statistics_lines(rows: list[DumpRow], scalar_rows: Iterable[ScalarRow], dumps: DumpHeaders,
                      part: tuple[int, int] | None = None) -> Iterator[tuple[str, int, str]]:
     """The statistics CSV's lines in order, as ``(before, row index, after)``.
 
@@ -267,7 +291,7 @@ def statistics_lines(rows: list[DumpRow], scalar_rows: Iterable[Any], dumps: Map
         r = rows[i]
         rank = r.__dict__.get("rank") or ""  # statistics rows are sparse: no rank key for a single rank
         group = groups.get((rank, r.index))
-        members: list[Any]
+        members: list[int | ScalarRow]
         if group is None:
             members = [i]
             i += 1
@@ -277,10 +301,10 @@ def statistics_lines(rows: list[DumpRow], scalar_rows: Iterable[Any], dumps: Map
             while j < n and (rows[j].__dict__.get("rank") or "") == rank and rows[j].index <= last:
                 j += 1
             members = sorted([*range(i, j), *srows],
-                             key=lambda x: order_key(rows[x].name if type(x) is int else x.name, key))
+                             key=lambda x: order_key(rows[x].name if isinstance(x, int) else x.name, key))
             i = j
         for m in members:
-            if type(m) is int:
+            if isinstance(m, int):
                 name = rows[m].__dict__["name"]
                 if not _same_api(name, rank, last_api):
                     last_api = (rank, _api_key(name))
@@ -308,7 +332,7 @@ def split_points(rows: list[DumpRow], parts: int) -> list[tuple[int, int]]:
     return [(bounds[k], bounds[k + 1]) for k in range(parts) if bounds[k] < bounds[k + 1]] or [(0, n)]
 
 
-def _cells_line(cells: Iterable[Any]) -> str:
+def _cells_line(cells: Iterable[object]) -> str:
     """One CSV line of cells, quoted like csv.QUOTE_MINIMAL."""
     return ",".join(_quoted(c if type(c) is str else str(c)) for c in cells) + "\n"
 
@@ -316,7 +340,7 @@ def _cells_line(cells: Iterable[Any]) -> str:
 class _Lines:
     """CSV lines collected and written in blocks; ``cells`` quotes like csv.QUOTE_MINIMAL."""
 
-    def __init__(self, fh: Any) -> None:
+    def __init__(self, fh: IO[str]) -> None:
         self._fh = fh
         self._buf: list[str] = []
 
@@ -338,12 +362,12 @@ def _quoted(text: str) -> str:
     return text
 
 
-def _scalar_groups(scalar_rows: Iterable[Any]) -> tuple[dict[tuple[str, int], tuple[str, int, list[Any]]],
-                                                         dict[tuple[str, int], list[Any]]]:
+def _scalar_groups(scalar_rows: Iterable[ScalarRow]
+                   ) -> tuple[dict[tuple[str, int], tuple[str, int, list[ScalarRow]]], dict[tuple[str, int], list[ScalarRow]]]:
     """Scalar rows by the (rank, first tensor index) of their API call; those of calls without a
     tensor row by the (rank, index) of the row they follow (index -1: before every row)."""
-    groups: dict[tuple[str, int], tuple[str, int, list[Any]]] = {}
-    loose: dict[tuple[str, int], list[Any]] = {}
+    groups: dict[tuple[str, int], tuple[str, int, list[ScalarRow]]] = {}
+    loose: dict[tuple[str, int], list[ScalarRow]] = {}
     for s in scalar_rows:
         rank = s.rank or ""
         if s.first_index is None:
@@ -353,7 +377,7 @@ def _scalar_groups(scalar_rows: Iterable[Any]) -> tuple[dict[tuple[str, int], tu
     return groups, loose
 
 
-def _scalar_lines(srows: list[Any], stacks: _Stacks, last_api: tuple[str, str], mixed: bool, emit: bool = True
+def _scalar_lines(srows: list[ScalarRow], stacks: _Stacks, last_api: tuple[str, str], mixed: bool, emit: bool = True
                   ) -> Generator[tuple[str, int, str], None, tuple[str, str]]:
     """The lines of non-tensor arguments (none unless ``emit``); returns the API call of the last one
     (for the next row's stack cell)."""
@@ -379,16 +403,20 @@ def _api_key(name: str) -> str:
     return name[:cut] if cut > 0 else name.rsplit(".", 1)[0]
 
 
-def _dtype_prefix(pair: tuple[Any, Any]) -> tuple[str, str]:
+def _dtype_prefix(pair: tuple[DumpInfo, DumpInfo]) -> tuple[str, str]:
     """(target, golden) dtype prefix: msprobe prints PyTorch dtypes as dump.json has them ("torch.float32")."""
-    return tuple("torch." if (d.meta or {}).get("framework") == "pytorch" else ""  # type: ignore[return-value]
-                 for d in (pair[1], pair[0]))
+    golden, target = pair
+    return _framework_prefix(target), _framework_prefix(golden)
+
+
+def _framework_prefix(dump: DumpInfo) -> str:
+    return "torch." if (dump.meta or {}).get("framework") == "pytorch" else ""
 
 
 class _Stacks:
     """The target's stack.json per rank, read on first use: msprobe prints an API's call stack on its first row."""
 
-    def __init__(self, dumps: Mapping[str, tuple[Any, Any]]) -> None:
+    def __init__(self, dumps: DumpHeaders) -> None:
         self._paths = {rank: Path(pair[1].source).parent / "stack.json" for rank, pair in dumps.items()}
         self._loaded: dict[str, dict[str, str]] = {}
 
@@ -418,7 +446,7 @@ def _read_stacks(path: Path | None) -> dict[str, str]:
     return {str(k): str(v) for k, v in doc.items()}
 
 
-def _grad(v: bool | None) -> str:
+def _grad(v: object) -> str:
     return "N/A" if v is None else str(v)
 
 
@@ -450,7 +478,7 @@ class _RowLines:
         self._prefixes = prefixes
         self._mixed = mixed
         self._chunks: dict[int, tuple[list[str], list[str]]] = {}
-        self._heads: dict[tuple[Any, ...], tuple[Any, Any, str]] = {}
+        self._heads: dict[tuple[object, ...], tuple[object, object, str]] = {}
         self._plain: dict[str | None, str] = {None: ""}
 
     def get(self, pos: int) -> tuple[str, str]:
@@ -496,7 +524,7 @@ class _RowLines:
             hit = self._plain[text] = _quoted(text) if text else ""
         return hit
 
-    def _head(self, d: dict[str, Any], rank: str | None) -> str:
+    def _head(self, d: Mapping[str, object], rank: str | None) -> str:
         """dtype, shape and requires_grad cells, which most rows share with many others."""
         tshape, gshape = d.get("target_shape"), d.get("golden_shape")
         key = (d.get("target_dtype"), d.get("golden_dtype"), id(tshape), id(gshape), d.get("target_requires_grad"),
@@ -510,11 +538,11 @@ class _RowLines:
         return hit[2]
 
 
-def _dtype_cell(prefix: str, dtype: str | None) -> str:
+def _dtype_cell(prefix: str, dtype: object) -> str:
     return _quoted(f"{prefix}{dtype}") if dtype is not None else "N/A"
 
 
-def _shape_cell(shape: list[int] | None) -> str:
+def _shape_cell(shape: object) -> str:
     return "N/A" if shape is None else _quoted(str(shape))
 
 
@@ -562,13 +590,13 @@ def numeric_blocks(rows: Sequence[DumpRow]) -> list[str]:
     return out
 
 
-def _missing_block(ts: dict[str, Any] | None, gs: dict[str, Any] | None) -> str:
+def _missing_block(ts: Mapping[str, object] | None, gs: Mapping[str, object] | None) -> str:
     """The 16 cells of a row without statistics on one side: no differences, the values there are."""
     return ",".join(["N/A"] * 8 + [_text(ts.get(k)) if ts else "N/A" for k in _KEYS]
                     + [_text(gs.get(k)) if gs else "N/A" for k in _KEYS])
 
 
-def _float_texts(x: np.ndarray, suffix: str = "") -> list[str]:
+def _float_texts(x: npt.NDArray[np.float64], suffix: str = "") -> list[str]:
     """repr of finite float64 values (+ ``suffix``), each distinct value printed once (0.0 and -0.0 apart)."""
     out = np.empty(x.shape, dtype=object)
     zero = x == 0
@@ -588,7 +616,7 @@ def _float_texts(x: np.ndarray, suffix: str = "") -> list[str]:
 _ORJSON_SAME = (1e-4, 1e16)
 
 
-def float_reprs(x: np.ndarray) -> list[str]:
+def float_reprs(x: npt.NDArray[np.float64]) -> list[str]:
     """``repr`` of each finite float64 value, about 4x faster through orjson's C formatter where installed.
 
     A 300k-row statistics CSV prints ~2M floats; repr one at a time was the largest part of its time.
@@ -611,7 +639,7 @@ def float_reprs(x: np.ndarray) -> list[str]:
     return texts
 
 
-def _scalar_line(s: Any, stack: str, mixed: bool) -> str:
+def _scalar_line(s: ScalarRow, stack: str, mixed: bool) -> str:
     """A non-tensor argument's row, as msprobe prints it (its value in all four statistics columns)."""
     name = _quoted(s.name)
     golden_name = name if s.golden_name == s.name else _quoted(s.golden_name)
@@ -627,11 +655,11 @@ def _scalar_line(s: Any, stack: str, mixed: bool) -> str:
 
 #: The cells of a scalar row that follow from its values alone, by value: a default dump repeats the
 #: same few arguments (approximate="none", dim=-1, a 0.125 scale) in every layer.
-_SCALAR_CELLS: dict[tuple[Any, ...], tuple[str, str]] = {}
+_SCALAR_CELLS: dict[tuple[object, ...], tuple[str, str]] = {}
 _PLAIN_SCALARS = frozenset({int, str, bool, type(None)})
 
 
-def _scalar_key(s: Any, mixed: bool) -> tuple[Any, ...] | None:
+def _scalar_key(s: ScalarRow, mixed: bool) -> tuple[object, ...] | None:
     """What a scalar row's value cells depend on, or None where the values are not plain enough to key on
     (lists, dicts, zeros whose sign the text shows, NaN which equals nothing)."""
     t, g = s.target, s.golden
@@ -644,7 +672,7 @@ def _scalar_key(s: Any, mixed: bool) -> tuple[Any, ...] | None:
             g.name.rsplit(".", 1)[-1] in RANK_ARGS, s.status, tuple(s.messages), s.md5_equal, mixed)
 
 
-def _scalar_cells(s: Any, mixed: bool) -> tuple[str, str]:
+def _scalar_cells(s: ScalarRow, mixed: bool) -> tuple[str, str]:
     """(dtype .. Err_message cells, md5 cells and the rest) of a scalar row."""
     from acc_agent.tools._stat_rows import scalar_dtype, scalar_md5, scalar_shape, scalar_stat, stat_cells
 
@@ -661,7 +689,7 @@ def _scalar_cells(s: Any, mixed: bool) -> tuple[str, str]:
     return head, tail
 
 
-def _text(v: Any) -> str:
+def _text(v: object) -> str:
     """A statistics value as msprobe prints it, quoted for the CSV where needed."""
     if type(v) is float and -_INF < v < _INF:
         return repr(v)

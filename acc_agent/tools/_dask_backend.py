@@ -12,11 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from acc_agent.errors import AccAgentError
 from acc_agent.tools._dump_rows import cores
-from acc_agent.tools._rank_tasks import Backend
+from acc_agent.tools._rank_tasks import Backend, RankTask, TaskFuture, rank_finish
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: Seconds to wait for a remote scheduler to answer before giving up with a structured error.
 CONNECT_TIMEOUT_S = 30
@@ -27,21 +33,25 @@ class DaskBackend(Backend):
 
     passes_futures = True
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Client) -> None:
         self.client = client
         self.slots = max(1, sum(client.nthreads().values()))
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def submit(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> TaskFuture:
         # pure=False: two ranks with equal arguments never exist, and hashing the arguments would
         # walk every job of a split rank for nothing
-        return self.client.submit(fn, *args, pure=False)
+        return self.client.submit(fn, *args, pure=False, **kwargs)
 
-    def wait_first(self, futures: set[Any]) -> set[Any]:
+    def submit_finish(self, task: RankTask, parts: int, batches: list[TaskFuture]) -> TaskFuture:
+        # the batch futures become their rows on the worker that runs rank_finish
+        return self.client.submit(rank_finish, task, parts, *batches, pure=False)
+
+    def wait_first(self, futures: set[TaskFuture]) -> set[TaskFuture]:
         from distributed import wait
 
         return set(wait(list(futures), return_when="FIRST_COMPLETED").done)
 
-    def cancel(self, futures: set[Any]) -> None:
+    def cancel(self, futures: set[TaskFuture]) -> None:
         with suppress(Exception):
             self.client.cancel(list(futures))
 

@@ -11,15 +11,19 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
 from acc_agent.errors import AccAgentError
 from acc_agent.io.dumps import Dump, open_dump_set
+from acc_agent.io.tensors import NpyStream
 from acc_agent.models.compare import DumpRow, RowStatus, TensorMetrics
 from acc_agent.numerics import tolerance as tol
 from acc_agent.numerics.metrics import compute_metrics
+
+if TYPE_CHECKING:
+    from acc_agent.io.arrays import Array
 
 #: msprobe's documented bar (Cosine > 0.99); below it a row is at least a warning.
 COSINE_BAR = 0.99
@@ -27,6 +31,27 @@ COSINE_BAR = 0.99
 WITHIN_BAR = 0.99
 #: Below this much tensor data, worker processes cost more than they save.
 PARALLEL_MIN_BYTES = 16 << 20
+
+
+class _RowBase(TypedDict):
+    """What a row knows before its tensors are read: the pair, and what dump.json says of each side."""
+
+    name: str
+    golden_name: str
+    index: int
+    golden_dtype: str | None
+    target_dtype: str | None
+    golden_shape: list[int] | None
+    target_shape: list[int] | None
+    pair_method: str
+    rank: str | None
+    golden_stats: dict[str, float | None] | None
+    target_stats: dict[str, float | None] | None
+    golden_requires_grad: bool | None
+    target_requires_grad: bool | None
+    golden_md5: str | None
+    target_md5: str | None
+    md5_equal: bool | None
 
 
 @dataclass(frozen=True)
@@ -76,7 +101,7 @@ def compute_row(golden: Dump, target: Dump, bench: Dump | None, job: Job, precis
     """One row; any problem with one side's file is the row's error, never an exception."""
     ge = golden.entry(job.golden_name)
     te = target.entry(job.target_name)
-    base: dict[str, Any] = {
+    base: _RowBase = {
         "name": job.target_name,
         "golden_name": job.golden_name,
         "index": job.index,
@@ -96,25 +121,24 @@ def compute_row(golden: Dump, target: Dump, bench: Dump | None, job: Job, precis
         "md5_equal": ge.md5 == te.md5 if ge.md5 is not None and te.md5 is not None else None,
     }
     prec = row_precision(precision, te.dtype)
-    opened: list[Any] = []
+    opened: list[Array | NpyStream] = []
     try:
         return _compute_opened(golden, target, bench, job, prec, base, opened)
     finally:
         for src in opened:
-            close = getattr(src, "close", None)
-            if close is not None:
-                close()
+            if isinstance(src, NpyStream):  # an array (memory-mapped or read) has nothing to close
+                src.close()
 
 
-def _na_row(base: dict[str, Any], err: AccAgentError) -> DumpRow:
+def _na_row(base: _RowBase, err: AccAgentError) -> DumpRow:
     status: RowStatus = "skipped" if err.code == "no_tensor_data" else "error"
     reasons = {k: f"unsupported: {err.message}" for k in ("cosine", "euc_dist", "max_abs_err", "max_rel_err",
                                                            "one_thousandth_ratio", "five_thousandths_ratio")}
     return DumpRow(**base, status=status, message=f"{err.message}. {err.hint}".strip(), na_reasons=reasons)
 
 
-def _compute_opened(golden: Dump, target: Dump, bench: Dump | None, job: Job, prec: str, base: dict[str, Any],
-                    opened: list[Any]) -> DumpRow:
+def _compute_opened(golden: Dump, target: Dump, bench: Dump | None, job: Job, prec: str, base: _RowBase,
+                    opened: list[Array | NpyStream]) -> DumpRow:
     try:
         t_src = target.stream(job.target_name)
         opened.append(t_src)
@@ -148,15 +172,13 @@ def _compute_opened(golden: Dump, target: Dump, bench: Dump | None, job: Job, pr
     return row
 
 
-def _is_numeric(arr: Any) -> bool:
+def _is_numeric(arr: Array | NpyStream) -> bool:
     """Numbers the metrics can read: bool/int/float/complex, or an ml-dtypes type (bf16, fp8)."""
-    dt = getattr(arr, "dtype", None)
-    if dt is None:
-        return True
+    dt = arr.dtype
     return bool(dt.kind in "biufc" or (dt.kind == "V" and not dt.names and dt.type is not np.void))
 
 
-def _non_numeric_note(golden: Dump, target: Dump, job: Job, g_src: Any, t_src: Any) -> str:
+def _non_numeric_note(golden: Dump, target: Dump, job: Job, g_src: Array | NpyStream, t_src: Array | NpyStream) -> str:
     """Which file holds text/bytes/records and what to do: the metrics only know the dtypes.
 
     Why: "dtype <U3 is not numeric" alone leaves the user to find the file among thousands."""
@@ -174,7 +196,7 @@ def _non_numeric_note(golden: Dump, target: Dump, job: Job, g_src: Any, t_src: A
             "(strings, bytes and record arrays are not tensors).")
 
 
-def _dtype_name(arr: Any) -> str | None:
+def _dtype_name(arr: Array | NpyStream) -> str | None:
     try:
         return str(arr.dtype.name)
     except AttributeError:

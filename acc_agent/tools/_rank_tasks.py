@@ -23,15 +23,21 @@ from concurrent.futures import FIRST_COMPLETED, Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, ParamSpec, Protocol, TypedDict, TypeVar
 
 from acc_agent.numerics.blas_threads import one_blas_thread
 from acc_agent.tools._dump_rows import PARALLEL_MIN_BYTES, Job, compute_row
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
+    from acc_agent.io.pairing import Pair
     from acc_agent.models.compare import DumpRow
     from acc_agent.models.diagnosis import Diagnosis, FirstDivergence
+    from acc_agent.tools._stat_rows import ScalarRow
+
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
 
 #: A rank with more tensor data than this is split into batches even when every core has a rank:
 #: one 300 GB rank must not leave the other workers idle at the end of the run.
@@ -47,7 +53,7 @@ class DumpInfo:
     source: Path
     kind: str
     n_entries: int
-    meta: dict[str, Any]
+    meta: dict[str, object]
 
 
 def dump_info(d: Dump) -> DumpInfo:
@@ -72,15 +78,24 @@ class RankTask:
     multi: bool
 
 
+class FusedRegion(TypedDict):
+    """A fused target API paired with the golden APIs it replaces, as the diagnosis's details list it."""
+
+    rank: str | None
+    target: str
+    golden: list[str]
+    note: str
+
+
 @dataclass
 class RankPlan:
     """One rank's pairing: the tensor pairs to compute and what goes into the merged result."""
 
     jobs: list[Job]
-    stat_pairs: list[Any]
+    stat_pairs: list[Pair]
     with_scalars: bool
     notes: list[str]
-    regions: list[dict[str, Any]]
+    regions: list[FusedRegion]
     unmatched_golden: list[str]
     unmatched_target: list[str]
 
@@ -91,11 +106,11 @@ class RankOutcome:
 
     key: str
     rows: list[DumpRow]
-    scalar_rows: list[Any]
+    scalar_rows: list[ScalarRow]
     first_divergence: FirstDivergence | None
     diagnosis: Diagnosis
     notes: list[str]
-    regions: list[dict[str, Any]]
+    regions: list[FusedRegion]
     unmatched_golden: list[str]
     unmatched_target: list[str]
     golden: DumpInfo
@@ -124,8 +139,8 @@ def plan_rank(g: Dump, t: Dump, b: Dump | None, key: str, multi: bool, mapping: 
     prefix = f"{key}/" if multi else ""
     bench_names = set(b.by_name) if b is not None else set()
     g_by, t_by = g.by_name, t.by_name
-    tensor_pairs: list[Any] = []
-    stat_pairs: list[Any] = []
+    tensor_pairs: list[Pair] = []
+    stat_pairs: list[Pair] = []
     for p in pairing.pairs:
         (tensor_pairs if t_by[p.target_name].has_data and g_by[p.golden_name].has_data else stat_pairs).append(p)
     jobs = [Job(p.golden_name, p.target_name, p.method, t.entry(p.target_name).index,
@@ -135,7 +150,7 @@ def plan_rank(g: Dump, t: Dump, b: Dump | None, key: str, multi: bool, mapping: 
     return RankPlan(
         jobs=jobs, stat_pairs=stat_pairs, with_scalars=not tensor_pairs,
         notes=[prefix_note + n for n in pairing.notes],
-        regions=[{"rank": key or None, "target": r.target_key, "golden": list(r.golden_keys), "note": r.note}
+        regions=[FusedRegion(rank=key or None, target=r.target_key, golden=list(r.golden_keys), note=r.note)
                  for r in pairing.regions],
         unmatched_golden=[prefix + n for n in pairing.unmatched_golden],
         unmatched_target=[prefix + n for n in pairing.unmatched_target],
@@ -144,7 +159,7 @@ def plan_rank(g: Dump, t: Dump, b: Dump | None, key: str, multi: bool, mapping: 
 
 def finish_rank(g: Dump, t: Dump, b: Dump | None, key: str, plan: RankPlan, rows: list[DumpRow],
                 precision: str | None,
-                before_diagnosis: Callable[[list[DumpRow], list[Any]], None] | None = None) -> RankOutcome:
+                before_diagnosis: Callable[[list[DumpRow], list[ScalarRow]], None] | None = None) -> RankOutcome:
     """Add the statistics/md5 rows to the tensor rows (in execution order) and diagnose the rank.
 
     Non-tensor arguments are compared (msprobe-style) only where the rank has no tensor pair at
@@ -152,7 +167,7 @@ def finish_rank(g: Dump, t: Dump, b: Dump | None, key: str, plan: RankPlan, rows
     sees the rows and scalar rows once they are complete, before the diagnosis refines statuses."""
     from acc_agent.numerics import diagnosis as diagnosis_mod
 
-    scalar_rows: list[Any] = []
+    scalar_rows: list[ScalarRow] = []
     if plan.stat_pairs or plan.with_scalars:
         from acc_agent.tools._stat_rows import statistics_rows
 
@@ -245,7 +260,7 @@ def split_jobs(jobs: Sequence[Job], parts: int) -> list[list[Job]]:
     return [list(jobs[k::parts]) for k in range(parts)]
 
 
-def interleave(batches: list[list[Any]], parts: int) -> list[Any]:
+def interleave(batches: list[list[T]], parts: int) -> list[T]:
     """The inverse of :func:`split_jobs`: item ``i`` of the original list was item ``i // parts`` of batch ``i % parts``."""
     total = sum(len(x) for x in batches)
     return [batches[i % parts][i // parts] for i in range(total)]
@@ -254,34 +269,48 @@ def interleave(batches: list[list[Any]], parts: int) -> list[Any]:
 # ------------------------------------------------------------------------------------------ drivers
 
 
+class TaskFuture(Protocol):
+    """What the drivers need of a submitted task (a concurrent.futures or a Dask future): its result.
+
+    The result is whatever the task's function returned; :func:`run_ranks` knows by the kind of
+    task what that is and checks it."""
+
+    def result(self) -> object: ...
+
+
 class Backend:
     """Where tasks run. ``submit`` gives a future; ``wait_first`` waits until one of them is done.
 
     ``passes_futures``: a future can be an argument of another task and is resolved where that
-    task runs (Dask), so a split rank's rows go from worker to worker, not through here."""
+    task runs (Dask), so a split rank's rows go from worker to worker, not through here (see
+    :meth:`submit_finish`)."""
 
     passes_futures = False
     slots = 1
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def submit(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> TaskFuture:
         raise NotImplementedError
 
-    def wait_first(self, futures: set[Any]) -> set[Any]:
+    def submit_finish(self, task: RankTask, parts: int, batches: list[TaskFuture]) -> TaskFuture:
+        """:func:`rank_finish` on a split rank's batch futures, resolved where it runs (``passes_futures`` only)."""
         raise NotImplementedError
 
-    def cancel(self, futures: set[Any]) -> None:
+    def wait_first(self, futures: set[TaskFuture]) -> set[TaskFuture]:
+        raise NotImplementedError
+
+    def cancel(self, futures: set[TaskFuture]) -> None:
         """Drop work not started yet (on cancellation)."""
 
 
 class InlineBackend(Backend):
     """Runs each task at once in this process (one worker: no pool to start)."""
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        fut: Future[Any] = Future()
-        fut.set_result(fn(*args))
+    def submit(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> TaskFuture:
+        fut: Future[R] = Future()
+        fut.set_result(fn(*args, **kwargs))
         return fut
 
-    def wait_first(self, futures: set[Any]) -> set[Any]:
+    def wait_first(self, futures: set[TaskFuture]) -> set[TaskFuture]:
         return set(futures)
 
 
@@ -296,15 +325,15 @@ class PoolBackend(Backend):
         self.slots = workers
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method))
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return self.pool.submit(fn, *args)
+    def submit(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> TaskFuture:
+        return self.pool.submit(fn, *args, **kwargs)
 
-    def wait_first(self, futures: set[Any]) -> set[Any]:
+    def wait_first(self, futures: set[TaskFuture]) -> set[TaskFuture]:
         from concurrent.futures import wait
 
-        return wait(futures, return_when=FIRST_COMPLETED).done
+        return set(wait([f for f in futures if isinstance(f, Future)], return_when=FIRST_COMPLETED).done)
 
-    def cancel(self, futures: set[Any]) -> None:
+    def cancel(self, futures: set[TaskFuture]) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
@@ -325,10 +354,37 @@ def local_backend(workers: int) -> Iterator[Backend]:
 
 @dataclass
 class _Split:
+    """A split rank waiting for its batches: their rows by batch number."""
+
     task: RankTask
     parts: int
-    batches: list[Any] = field(default_factory=list)
+    batches: list[list[DumpRow]] = field(default_factory=list)
     left: int = 0
+
+
+@dataclass(frozen=True)
+class _Start:
+    task: RankTask
+
+
+@dataclass(frozen=True)
+class _Describe:
+    source: str
+
+
+@dataclass(frozen=True)
+class _Batch:
+    state: _Split
+    index: int
+
+
+@dataclass(frozen=True)
+class _Finish:
+    task: RankTask
+
+
+#: What a pending future is: a rank's first task, a dump to describe, a batch of a split rank, its last task.
+_Pending = _Start | _Describe | _Batch | _Finish
 
 
 def run_ranks(tasks: Sequence[RankTask], extra: Sequence[str], backend: Backend,
@@ -342,34 +398,36 @@ def run_ranks(tasks: Sequence[RankTask], extra: Sequence[str], backend: Backend,
     split_bytes: int | None = None
     if slots > 1:
         split_bytes = PARALLEL_MIN_BYTES if len(tasks) < slots else HUGE_RANK_BYTES
-    pending: dict[Any, tuple[str, Any]] = {}
+    pending: dict[TaskFuture, _Pending] = {}
     for task in tasks:
-        pending[backend.submit(rank_start, task, split_bytes)] = ("start", task)
+        pending[backend.submit(rank_start, task, split_bytes)] = _Start(task)
     for source in extra:
-        pending[backend.submit(describe, source)] = ("describe", source)
+        pending[backend.submit(describe, source)] = _Describe(source)
     described: dict[str, DumpInfo] = {}
     done_ranks = 0
     progress.report(0, len(tasks), "comparing ranks")
     try:
         while pending:
             for fut in backend.wait_first(set(pending)):
-                kind, what = pending.pop(fut)
+                job = pending.pop(fut)
                 result = fut.result()  # a worker's exception is raised here
-                if kind == "describe":
-                    described[what] = result
-                elif kind == "start" and isinstance(result, RankSplit):
-                    _submit_split(backend, what, result, slots, len(tasks), pending)
-                elif kind == "rows":
-                    state, index = what
-                    state.batches[index] = result
+                if isinstance(job, _Describe) and isinstance(result, DumpInfo):
+                    described[job.source] = result
+                elif isinstance(job, _Start) and isinstance(result, RankSplit):
+                    _submit_split(backend, job.task, result, slots, len(tasks), pending)
+                elif isinstance(job, _Batch) and isinstance(result, list):
+                    state = job.state
+                    state.batches[job.index] = result
                     state.left -= 1
                     if state.left == 0:
                         pending[backend.submit(rank_finish, state.task, state.parts, *state.batches)] = \
-                            ("finish", state.task)
-                else:
+                            _Finish(state.task)
+                elif isinstance(result, RankOutcome):
                     on_outcome(result)
                     done_ranks += 1
                     progress.report(done_ranks, len(tasks), f"compared rank {result.key or '(single)'}")
+                else:
+                    raise TypeError(f"a {type(job).__name__[1:].lower()} task returned a {type(result).__name__}")
     except BaseException:
         backend.cancel(set(pending))
         raise
@@ -377,15 +435,15 @@ def run_ranks(tasks: Sequence[RankTask], extra: Sequence[str], backend: Backend,
 
 
 def _submit_split(backend: Backend, task: RankTask, split: RankSplit, slots: int, n_ranks: int,
-                  pending: dict[Any, tuple[str, Any]]) -> None:
+                  pending: dict[TaskFuture, _Pending]) -> None:
     """Batches of a split rank: enough to fill the idle workers, and none above BATCH_BYTES."""
     parts = max(math.ceil(split.nbytes / BATCH_BYTES), slots // n_ranks if n_ranks < slots else 1, 2)
     parts = min(parts, len(split.jobs))
     batches = split_jobs(split.jobs, parts)
     futures = [backend.submit(rank_rows, task, batch) for batch in batches]
     if backend.passes_futures:
-        pending[backend.submit(rank_finish, task, parts, *futures)] = ("finish", task)
+        pending[backend.submit_finish(task, parts, futures)] = _Finish(task)
         return
-    state = _Split(task, parts, [None] * parts, parts)
+    state = _Split(task, parts, [[] for _ in range(parts)], parts)
     for index, fut in enumerate(futures):
-        pending[fut] = ("rows", (state, index))
+        pending[fut] = _Batch(state, index)

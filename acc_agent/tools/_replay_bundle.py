@@ -9,8 +9,9 @@ prints how its result compares with both recorded outputs.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,15 +20,20 @@ from acc_agent.errors import AccAgentError
 from acc_agent.io.dump_calls import DtypeRef, RecordedCall, TensorRef
 from acc_agent.models.replay import ReplayOpOutput
 
+if TYPE_CHECKING:
+    from acc_agent.io.arrays import Array
+    from acc_agent.io.dumps import Dump
 
-def write_bundle(folder: Path, out: ReplayOpOutput, g_call: RecordedCall, t_call: RecordedCall, golden: Any,
-                 target: Any, replayed: list[np.ndarray], environment: str | None, lang: str) -> Path:
+
+def write_bundle(folder: Path, out: ReplayOpOutput, g_call: RecordedCall, t_call: RecordedCall, golden: Dump,
+                 target: Dump, replayed: Sequence[Array], environment: str | None, lang: str) -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         files: dict[str, str] = {}
-        spec: dict[str, Any] = {"op": out.op, "sides": {}}
+        sides: dict[str, dict[str, object]] = {}
+        spec = {"op": out.op, "sides": sides}
         for side, call, dump in (("golden", g_call, golden), ("target", t_call, target)):
-            spec["sides"][side] = {
+            sides[side] = {
                 "args": [_encode(a, f"inputs/{side}/input.{i}", dump, folder, files) for i, a in enumerate(call.args)],
                 "kwargs": {k: _encode(v, f"inputs/{side}/input.{k}", dump, folder, files)
                            for k, v in call.kwargs.items()},
@@ -49,8 +55,8 @@ def write_bundle(folder: Path, out: ReplayOpOutput, g_call: RecordedCall, t_call
     return folder
 
 
-def _encode(value: Any, label: str, dump: Any, folder: Path, files: dict[str, str]) -> Any:
-    """Argument structure -> JSON, tensors saved as .npy files next to it."""
+def _encode(value: object, label: str, dump: Dump, folder: Path, files: dict[str, str]) -> object:
+    """Argument structure -> JSON, tensors saved as .npy files next to it (other values are kept as recorded)."""
     if isinstance(value, TensorRef):
         rel = f"{label}.npy"
         arr = np.asarray(dump.load(value.name))
@@ -72,7 +78,7 @@ def _encode(value: Any, label: str, dump: Any, folder: Path, files: dict[str, st
     return value
 
 
-def _save(path: Path, arr: np.ndarray) -> None:
+def _save(path: Path, arr: Array) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if arr.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
         arr = arr.astype(np.float32)  # exact: every bf16/fp8 value is a float32; the dtype is in call.json

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any
+from typing import Generic, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from acc_agent.io.dumps import Dump, DumpEntry, ScalarArg
 from acc_agent.io.pairing import Pair
@@ -100,7 +101,7 @@ class StatRows:
 # --------------------------------------------------------------------------- msprobe's cell arithmetic
 
 
-def _classify(v: Any) -> int:
+def _classify(v: object) -> int:
     """msprobe's CalcStatsDiff.classify for one value as dump.json held it."""
     kind = type(v)
     if kind is float:
@@ -111,7 +112,7 @@ def _classify(v: Any) -> int:
         return _NEG_INF if v == -math.inf else _NUM
     if kind is int:
         return _NUM
-    if kind is not str:
+    if type(v) is not str:
         return _OTHER  # None ('None'), bool ('True'), lists
     low = v.strip().lower()
     if low == "nan":
@@ -131,21 +132,20 @@ def _classify(v: Any) -> int:
     return _NA if v == "N/A" else _OTHER
 
 
-def msprobe_text(v: Any) -> str:
+def msprobe_text(v: object) -> str:
     """How msprobe's statistics CSV prints a Max/Min/Mean/Norm value."""
-    kind = type(v)
-    if kind is float:
+    if type(v) is float:
         if v != v:
             return "Nan"
         if v in (math.inf, -math.inf):
             return " inf" if v > 0 else " -inf"  # msprobe pads inf so that Excel does not read it as #NAME?
         return repr(v)
-    if kind is str and v.strip().lower() == "nan":
+    if type(v) is str and v.strip().lower() == "nan":
         return "Nan"
     return str(v)
 
 
-def _same(t: Any, g: Any) -> bool:
+def _same(t: object, g: object) -> bool:
     """msprobe's is_same_value: the two values print alike (so NaN equals NaN, 0.0 differs from -0.0)."""
     if type(t) is float and type(g) is float:
         if t == g:
@@ -167,7 +167,14 @@ def _token(ct: int, cg: int) -> str:
     return "-inf"
 
 
-def stat_cells(t: Any, g: Any) -> tuple[str, str]:
+def _number(v: object) -> float:
+    """A value :func:`_classify` calls a number (a float, an int or numeric text) as a float."""
+    if isinstance(v, (float, int, str)):
+        return float(v)
+    raise TypeError(f"{v!r} is not a number")
+
+
+def stat_cells(t: object, g: object) -> tuple[str, str]:
     """msprobe's ("X diff", "XRelativeErr") cells for target value ``t`` and golden value ``g``."""
     if _same(t, g):
         return "0", "0"
@@ -175,14 +182,14 @@ def stat_cells(t: Any, g: Any) -> tuple[str, str]:
     if ct != _NUM or cg != _NUM:
         tok = _token(ct, cg)
         return tok, tok
-    tf, gf = float(t), float(g)
+    tf, gf = _number(t), _number(g)
     diff = tf - gf
     if gf == 0.0:
         return repr(diff), "inf"
     return repr(diff), repr(abs(diff / gf * 100)) + "%"
 
 
-def _numbers(t: Any, g: Any) -> tuple[float | None, float | None, str | None]:
+def _numbers(t: object, g: object) -> tuple[float | None, float | None, str | None]:
     """(diff, relative diff as a fraction, reason when either is None) for the model's fields.
 
     The fraction is msprobe's percentage / 100, computed as msprobe computes it, so that a rule
@@ -198,7 +205,7 @@ def _numbers(t: Any, g: Any) -> tuple[float | None, float | None, str | None]:
         return 0.0, 0.0, None
     ct, cg = _classify(t), _classify(g)
     if ct == _NUM and cg == _NUM:
-        tf, gf = float(t), float(g)
+        tf, gf = _number(t), _number(g)
         if gf == 0.0:
             return tf - gf, None, "inf: golden value is 0"
         return tf - gf, abs((tf - gf) / gf * 100) / 100, None
@@ -208,7 +215,7 @@ def _numbers(t: Any, g: Any) -> tuple[float | None, float | None, str | None]:
     return None, None, f"{tok}: {why} (target {msprobe_text(t).strip()}, golden {msprobe_text(g).strip()})"
 
 
-def _bad_max_min(stats: dict[str, Any]) -> bool:
+def _bad_max_min(stats: Mapping[str, object]) -> bool:
     """msprobe's is_inf_or_nan on Max or Min."""
     for k in ("Max", "Min"):
         v = stats.get(k)
@@ -248,7 +255,7 @@ def scalar_shape(s: ScalarArg) -> str:
     return "[]"
 
 
-def scalar_stat(s: ScalarArg) -> Any:
+def scalar_stat(s: ScalarArg) -> object:
     """The value msprobe puts in all four statistics columns of a non-tensor argument."""
     if s.type == "None" and s.value is None or s.type in ("torch.Size", "slice"):
         return None
@@ -284,7 +291,8 @@ class _Numbers:
 _GET4 = operator.itemgetter(*STAT_KEYS)
 
 
-def stat_arrays(t_stats: Sequence[Any], g_stats: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def stat_arrays(t_stats: Sequence[Mapping[str, object]], g_stats: Sequence[Mapping[str, object]]
+                ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
     """(target, golden) Max/Min/Mean/Norm as float64 arrays (n, 4), and which rows are all plain floats.
 
     Rows with anything else (an int, a bool, None, a missing key) are zeros in the arrays and
@@ -317,7 +325,7 @@ def stat_arrays(t_stats: Sequence[Any], g_stats: Sequence[Any]) -> tuple[np.ndar
             np.array(plain, dtype=bool))
 
 
-def bulk_numbers(t_stats: Sequence[dict[str, Any]], g_stats: Sequence[dict[str, Any]]) -> _Numbers:
+def bulk_numbers(t_stats: Sequence[Mapping[str, object]], g_stats: Sequence[Mapping[str, object]]) -> _Numbers:
     """Differences and relative differences of every row, in numpy where the values are plain floats.
 
     A default dump has ~1.2M statistics per side; per-value Python cost most of the row time.
@@ -346,7 +354,7 @@ def bulk_numbers(t_stats: Sequence[dict[str, Any]], g_stats: Sequence[dict[str, 
     return out
 
 
-def _slow_row(out: _Numbers, i: int, ts: dict[str, Any], gs: dict[str, Any], plain: bool) -> None:
+def _slow_row(out: _Numbers, i: int, ts: Mapping[str, object], gs: Mapping[str, object], plain: bool) -> None:
     """One row value by value (the semantics ``bulk_numbers`` follows on its fast path)."""
     reasons: dict[str, str] = {}
     for j, (k, f_diff, f_rel) in enumerate(_STAT_FIELDS):
@@ -373,13 +381,21 @@ def _slow_row(out: _Numbers, i: int, ts: dict[str, Any], gs: dict[str, Any], pla
 # --------------------------------------------------------------------------- rules, per API call
 
 
-class _Rec:
+#: A tensor row's fields as the engine collects them: the sparse ``__dict__`` of its DumpRow (see RowFactory).
+RowValues = dict[str, object]
+#: What a record carries besides what the rules read: its row's values, or the scalar argument it is.
+PayloadT = TypeVar("PayloadT", RowValues, ScalarRow)
+
+
+class _Rec(Generic[PayloadT]):
     """One row of an API call as msprobe's rules see it (a tensor row or a scalar argument)."""
 
     __slots__ = ("name", "order", "is_out", "judged", "norm", "t_bad", "g_bad", "dtype_differs", "shape_differs",
                  "grad_differs", "scalar_differs", "level", "msgs", "payload")
 
-    def __init__(self, name: str, order: int, norm: float | None, payload: Any) -> None:
+    payload: PayloadT
+
+    def __init__(self, name: str, order: int, norm: float | None, payload: PayloadT) -> None:
         self.name = name
         self.order = order
         self.is_out = ".output." in name
@@ -396,7 +412,11 @@ class _Rec:
         self.msgs.append(msg)
 
 
-def _norm_for_rules(t: Any, g: Any) -> float | None:
+#: A record of either kind: the rules read only what both have.
+_AnyRec = _Rec[RowValues] | _Rec[ScalarRow]
+
+
+def _norm_for_rules(t: object, g: object) -> float | None:
     """NormRelativeErr as msprobe's rules read it: a fraction, or None where its cell is no percentage."""
     if type(t) is float and type(g) is float and t == t and g == g and g not in (0.0, math.inf, -math.inf) \
             and t not in (math.inf, -math.inf):
@@ -405,14 +425,14 @@ def _norm_for_rules(t: Any, g: Any) -> float | None:
     return float(cell[:-1]) / 100 if cell.endswith("%") else None
 
 
-def judge_api(recs: list[_Rec]) -> None:
+def judge_api(recs: Sequence[_AnyRec]) -> None:
     """msprobe's STATISTICS_CHECKERS on one API call's rows, in its order; sets each record's level and messages.
 
     A first pass decides whether any checker can fire (most calls: none), so that the usual
     passing call costs one loop."""
     in_max = out_max = 0.0
     flagged = False
-    outputs: list[_Rec] = []
+    outputs: list[_AnyRec] = []
     for r in recs:
         norm = r.norm
         if r.is_out:
@@ -429,7 +449,8 @@ def judge_api(recs: list[_Rec]) -> None:
     _judge_all(recs, [r for r in recs if not r.is_out], outputs, in_max, out_max)
 
 
-def _judge_all(recs: list[_Rec], inputs: list[_Rec], outputs: list[_Rec], in_max: float, out_max: float) -> None:
+def _judge_all(recs: Sequence[_AnyRec], inputs: list[_AnyRec], outputs: list[_AnyRec], in_max: float,
+               out_max: float) -> None:
     api = inputs[0].name.split(".")[1] if inputs and "." in inputs[0].name else ""
     if api in _ALL_IGNORE:
         return
@@ -459,7 +480,7 @@ def _judge_all(recs: list[_Rec], inputs: list[_Rec], outputs: list[_Rec], in_max
         outputs[0].flag(1, MSG_REL_WARN)
 
 
-def order_key(name: str, key: str) -> tuple[Any, ...]:
+def order_key(name: str, key: str) -> tuple[int | tuple[int, int], ...]:
     """msprobe's row order inside one API call: inputs (positional, then keywords), parameters, outputs."""
     parts = name[len(key) + 1:].split(".")
     return (_STATE.get(parts[0], 3),) + tuple((0, int(p)) if p.isdigit() else (1, 0) for p in parts[1:])
@@ -481,7 +502,7 @@ class RowFactory:
     def __init__(self, fields_set: Iterable[str]) -> None:
         self._fields_set = set(fields_set)
 
-    def wrap(self, data: dict[str, Any]) -> DumpRow:
+    def wrap(self, data: RowValues) -> DumpRow:
         """The row whose ``__dict__`` is ``data`` (kept, not copied)."""
         row = _new_row(DumpRow)
         _set(row, "__dict__", data)
@@ -490,7 +511,7 @@ class RowFactory:
         _set(row, "__pydantic_private__", None)
         return row
 
-    def make(self, values: dict[str, Any]) -> DumpRow:
+    def make(self, values: RowValues) -> DumpRow:
         return self.wrap(dict(values))
 
 
@@ -533,7 +554,7 @@ class _Engine:
     def run(self, pairs: Sequence[Pair], with_scalars: bool) -> StatRows:
         out = StatRows()
         t_by, g_by = self.target.by_name, self.golden.by_name
-        group: list[_Rec] = []
+        group: list[_Rec[RowValues]] = []
         group_key: str | None = None
         golden_key: str | None = None
         seen_keys: set[str] = set()
@@ -566,14 +587,15 @@ class _Engine:
         return out
 
     # -- one record per pair ------------------------------------------------------------------
-    def _record(self, te: DumpEntry, ge: DumpEntry, method: str, nums: _Numbers, k: int | None) -> _Rec | None:
+    def _record(self, te: DumpEntry, ge: DumpEntry, method: str, nums: _Numbers, k: int | None
+                ) -> _Rec[RowValues] | None:
         both_md5 = te.md5 is not None and ge.md5 is not None
         if k is None and not both_md5:
             return None
         # Sparse (see DumpRow.__getattr__): defaults (status "pass", no message, no rank) are left
         # out, and so are the seven differences a plain row's statistics give on access; what is
         # left fits a small dict (~0.5 KB a row instead of 1.6 KB, on ~300k rows).
-        v: dict[str, Any] = {
+        v: RowValues = {
             "name": te.name, "golden_name": ge.name, "index": te.index, "golden_dtype": ge.dtype,
             "target_dtype": te.dtype, "golden_shape": ge.shape, "target_shape": te.shape, "pair_method": method,
             "compare_mode": "md5" if both_md5 else "statistics", "golden_stats": ge.stats or None,
@@ -626,7 +648,7 @@ class _Engine:
         })
 
     # -- one API call -------------------------------------------------------------------------
-    def _close(self, group: list[_Rec], key: str | None, golden_key: str | None, out: StatRows,
+    def _close(self, group: list[_Rec[RowValues]], key: str | None, golden_key: str | None, out: StatRows,
                with_scalars: bool, after: int = -1) -> None:
         if key is None:
             return
@@ -635,7 +657,7 @@ class _Engine:
         srows: list[ScalarRow] = []
         srecs = self._scalar_records(key, golden_key or key, group, after, srows) \
             if with_scalars and key in self.target.scalars else []
-        recs = group + srecs if srecs else group
+        recs: Sequence[_AnyRec] = [*group, *srecs] if srecs else group
         # msprobe's row order matters to its rules only for "the first output"
         if any(r.is_out for r in srecs) or any(".parameters." in r.name for r in group):
             recs = sorted(recs, key=lambda r: order_key(r.name, key))
@@ -643,16 +665,16 @@ class _Engine:
         rows = out.rows
         for r in group:
             rows.append(self._row(r))
-        for r in srecs:
-            srow: ScalarRow = r.payload
-            srow.status, srow.messages = _LEVELS[r.level], r.msgs
+        for rec in srecs:
+            srow = rec.payload
+            srow.status, srow.messages = _LEVELS[rec.level], rec.msgs
             if srow.md5_equal is True:
                 srow.status, srow.messages = "pass", []
             elif srow.md5_equal is False:
-                srow.messages = r.msgs + [MSG_MD5]
+                srow.messages = rec.msgs + [MSG_MD5]
         out.scalar_rows.extend(srows)
 
-    def _row(self, r: _Rec) -> DumpRow:
+    def _row(self, r: _Rec[RowValues]) -> DumpRow:
         v = r.payload
         status = _LEVELS[r.level]
         msgs = r.msgs
@@ -669,8 +691,8 @@ class _Engine:
             v["message"] = "; ".join(msgs)
         return self.factory.wrap(v)
 
-    def _scalar_records(self, key: str, golden_key: str, group: list[_Rec], after: int,
-                        srows: list[ScalarRow]) -> list[_Rec]:
+    def _scalar_records(self, key: str, golden_key: str, group: list[_Rec[RowValues]], after: int,
+                        srows: list[ScalarRow]) -> list[_Rec[ScalarRow]]:
         """Records for the call's non-tensor arguments (those with a golden counterpart); every
         compared one is appended to ``srows``. An argument equal on both sides can flag nothing, so
         it gets a record only where it is an output (msprobe's warning lands on the first output)."""
@@ -682,7 +704,7 @@ class _Engine:
             after = group[-1].order
         same_names = golden_key == key and len(t_list) == len(g_list)
         g_by: dict[str, ScalarArg] | None = None
-        recs = []
+        recs: list[_Rec[ScalarRow]] = []
         rank = self.rank
         for i, ts in enumerate(t_list):
             gs = g_list[i] if same_names else None
@@ -707,7 +729,7 @@ class _Engine:
         return recs
 
     @staticmethod
-    def _scalar_record(ts: ScalarArg, gs: ScalarArg, after: int, srow: ScalarRow) -> _Rec:
+    def _scalar_record(ts: ScalarArg, gs: ScalarArg, after: int, srow: ScalarRow) -> _Rec[ScalarRow]:
         tv, gv = scalar_stat(ts), scalar_stat(gs)
         rec = _Rec(ts.name, after, _norm_for_rules(tv, gv), srow)
         rec.t_bad = _bad_max_min({"Max": tv})

@@ -12,41 +12,31 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import Field
+from typing import Literal
 
 from acc_agent.errors import AccAgentError
-from acc_agent.models.common import Evidence, ToolInput
-from acc_agent.models.replay import BisectPrecisionOutput, BisectStep
+from acc_agent.models.common import Evidence
+from acc_agent.models.replay import BisectPrecisionInput, BisectPrecisionOutput, BisectStep
+from acc_agent.text_columns import render
 from acc_agent.tools.spec import tool
 
 #: Default tolerance: this many unit roundoffs of the low precision, as relative L2 error of the output.
 DEFAULT_ROUNDINGS = 5.0
 
 
-class BisectPrecisionInput(ToolInput):
-    model: str = Field(description="FILE.py:FUNC or package.module:FUNC; FUNC() returns (model, example_inputs) "
-                                   "with example_inputs a tuple of positional arguments or a dict of keyword ones.")
-    low: Literal["bf16", "fp16"] = Field(default="bf16", description="The low precision to run layers in.")
-    tolerance: float | None = Field(default=None, gt=0, description="Largest relative L2 error of the model output "
-                                                                     "accepted (default: 5 unit roundoffs of LOW: "
-                                                                     "0.0195 for bf16, 0.00244 for fp16).")
-
-
 def render_text(out: BisectPrecisionOutput) -> str:
-    lines = [f"[{out.verdict}] {out.summary}",
-             f"error with every eligible module in {out.low}: {out.error_all_low:.3g} (tolerance {out.tolerance:.3g})"]
+    lines = [f"error with every eligible module in {out.low}: {out.error_all_low:.3g} (tolerance {out.tolerance:.3g})"]
     if out.keep_high_precision:
         lines.append("keep in FP32: " + ", ".join(out.keep_high_precision)
                      + (f" -> error {out.error_with_keep_set:.3g}" if out.error_with_keep_set is not None else ""))
     worst = sorted(out.sensitivity.items(), key=lambda kv: -kv[1])[:5]
     if worst:
         lines.append("most sensitive alone: " + ", ".join(f"{n} ({e:.3g})" for n, e in worst))
-    return "\n".join(lines)
+    return render(out, lines)
 
 
-def _load(spec: str) -> tuple[Any, Any]:
+def _load(spec: str) -> tuple[object, object]:
+    """The user's (model, example_inputs): whatever FUNC returned, checked by the caller."""
     target, sep, func = spec.rpartition(":")
     if not sep or not target or not func:
         raise AccAgentError("invalid_model_spec", f"{spec!r} is not FILE.py:FUNC or module:FUNC",

@@ -9,17 +9,22 @@ Output stays small for agents: the worst rows inline, the whole table in a CSV.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from acc_agent.errors import AccAgentError
 from acc_agent.models.common import Evidence
-from acc_agent.models.compare import DEFAULT_TOP, CompareDumpsInput, CompareDumpsOutput, DumpRow
-from acc_agent.text_safety import terminal_lines, terminal_text
+from acc_agent.models.compare import CompareDumpsInput, CompareDumpsOutput, DumpRow
+from acc_agent.text_columns import Column, Table, render
+from acc_agent.text_safety import terminal_text
 from acc_agent.tools.spec import tool
 
 if TYPE_CHECKING:
     from acc_agent.tools._background_csv import BackgroundCsv
+    from acc_agent.tools._rank_tasks import DumpInfo, RankOutcome
+    from acc_agent.tools._stat_rows import ScalarRow
 
 #: Unmatched names listed inline by default (totals are always given).
 UNMATCHED_INLINE = 40
@@ -61,43 +66,80 @@ def _fmt(v: float | None, spec: str = ".6f") -> str:
     return "-" if v is None else format(v, spec)
 
 
+def _md5(r: DumpRow) -> str:
+    return "-" if r.md5_equal is None else ("same" if r.md5_equal else "differ")
+
+
+def _short(name: str, width: int) -> str:
+    """A name cut from the left to ``width`` (the end of a row name says which tensor it is)."""
+    return name if len(name) <= width else "…" + name[-(width - 1):]
+
+
+#: Figures of a row, right-aligned under their titles: (title, cell, width).
+Figure = tuple[str, Callable[[DumpRow], str], int]
+#: Tensor rows: msprobe's real-data metrics and the share within tolerance.
+_TENSOR_FIGURES: list[Figure] = [
+    ("cosine", lambda r: _fmt(r.cosine), 10),
+    ("max_abs", lambda r: _fmt(r.max_abs_err, ".3e"), 11),
+    ("max_rel", lambda r: _fmt(r.max_rel_err, ".3e"), 11),
+    ("1e-3 ratio", lambda r: _fmt(r.one_thousandth_ratio, ".4f"), 10),
+    ("in_tol", lambda r: _fmt(r.within_tolerance_ratio, ".4f"), 8),
+]
+#: Statistics/md5 rows: msprobe's figures (its rules judge NormRelativeErr).
+_STATISTICS_FIGURES: list[Figure] = [
+    ("max_diff", lambda r: _fmt(r.max_diff, ".3e"), 11),
+    ("norm_diff", lambda r: _fmt(r.norm_diff, ".3e"), 11),
+    ("norm_rel", lambda r: _fmt(r.norm_rel_diff, ".3%"), 11),
+    ("md5", _md5, 6),
+]
+
+
+@dataclass(frozen=True)
+class _Titled:
+    title: str
+    column: Column[DumpRow]
+
+
+def _columns(name_width: int, figures: list[Figure]) -> list[_Titled]:
+    return [_Titled("status", Column(lambda r: r.status, width=8)),
+            _Titled("name", Column(lambda r: _short(terminal_text(r.name), name_width), width=name_width)),
+            *(_Titled(title, Column(cell, width=width, align=">")) for title, cell, width in figures),
+            _Titled("", Column(lambda r: "")),  # a blank column: the note stands two spaces off the figures
+            _Titled("note", Column(lambda r: r.message[:80]))]
+
+
+def _constant(text: str) -> Callable[[None], str]:
+    return lambda _: text
+
+
+def _table_lines(columns: list[_Titled], rows: list[DumpRow]) -> list[str]:
+    """The titles, each laid out like the column under it, then a line per row."""
+    titles = Table[None]([Column(_constant(c.title), c.column.width, c.column.align) for c in columns], indent="")
+    return titles.lines([None]) + Table[DumpRow]([c.column for c in columns], indent="").lines(rows)
+
+
 def render_text(out: CompareDumpsOutput) -> str:
     """Terminal table, worst rows first."""
-    lines = [f"[{out.verdict}] {out.summary}"]
+    found = []
     if out.first_divergence is not None:
-        lines.append(f"first divergence: {out.first_divergence.name} — {out.first_divergence.reason}")
+        found.append(f"first divergence: {out.first_divergence.name} — {out.first_divergence.reason}")
     if out.diagnosis is not None:
-        lines.append(f"diagnosis: {out.diagnosis.category} — {out.diagnosis.explanation}")
+        found.append(f"diagnosis: {out.diagnosis.category} — {out.diagnosis.explanation}")
     shown = worst_first(out.rows)
     width = min(70, max([len(terminal_text(r.name)) for r in shown] + [4]))
-    if shown and all(r.compare_mode != "tensor" for r in shown):
-        # statistics/md5 rows: msprobe's figures (its rules judge NormRelativeErr)
-        lines.append(f"{'status':8} {'name':{width}} {'max_diff':>11} {'norm_diff':>11} {'norm_rel':>11} "
-                     f"{'md5':>6}  note")
-        for r in shown:
-            shown_name = terminal_text(r.name)
-            name = shown_name if len(shown_name) <= width else "…" + shown_name[-(width - 1):]
-            md5 = "-" if r.md5_equal is None else ("same" if r.md5_equal else "differ")
-            lines.append(f"{r.status:8} {name:{width}} {_fmt(r.max_diff, '.3e'):>11} {_fmt(r.norm_diff, '.3e'):>11} "
-                         f"{_fmt(r.norm_rel_diff, '.3%'):>11} {md5:>6}  {r.message[:80]}")
-    else:
-        lines.append(f"{'status':8} {'name':{width}} {'cosine':>10} {'max_abs':>11} {'max_rel':>11} "
-                     f"{'1e-3 ratio':>10} {'in_tol':>8}  note")
-        for r in shown:
-            shown_name = terminal_text(r.name)
-            name = shown_name if len(shown_name) <= width else "…" + shown_name[-(width - 1):]
-            lines.append(f"{r.status:8} {name:{width}} {_fmt(r.cosine):>10} {_fmt(r.max_abs_err, '.3e'):>11} "
-                         f"{_fmt(r.max_rel_err, '.3e'):>11} {_fmt(r.one_thousandth_ratio, '.4f'):>10} "
-                         f"{_fmt(r.within_tolerance_ratio, '.4f'):>8}  {r.message[:80]}")
+    statistics = bool(shown) and all(r.compare_mode != "tensor" for r in shown)
+    columns = _columns(width, _STATISTICS_FIGURES if statistics else _TENSOR_FIGURES)
+    rest = []
     if out.rows_truncated:
-        lines.append(f"... {out.rows_total - len(out.rows)} more rows in {out.csv_path}")
+        rest.append(f"... {out.rows_total - len(out.rows)} more rows in {out.csv_path}")
     if out.unmatched_golden or out.unmatched_target:
-        lines.append(f"unmatched: {out.unmatched_golden_total} golden, {out.unmatched_target_total} target "
-                     f"(first: {(out.unmatched_target or out.unmatched_golden)[0]})")
-    return terminal_lines(lines)
+        rest.append(f"unmatched: {out.unmatched_golden_total} golden, {out.unmatched_target_total} target "
+                    f"(first: {(out.unmatched_target or out.unmatched_golden)[0]})")
+    return render(out, found, _table_lines(columns, shown), rest)
 
 
-def _verdict(rows: list[DumpRow], scalar_rows: list[Any] | None = None) -> str:
+def _verdict(rows: list[DumpRow], scalar_rows: Sequence[ScalarRow] | None = None
+             ) -> Literal["pass", "fail", "inconclusive"]:
     """pass / fail, or inconclusive when not one row could be compared in any mode.
 
     A comparison whose rows are all skipped (no tensor data, statistics or md5 on both sides, e.g.
@@ -111,8 +153,8 @@ def _verdict(rows: list[DumpRow], scalar_rows: list[Any] | None = None) -> str:
     return "pass"
 
 
-def _summary(rows: list[DumpRow], scalar_rows: list[Any], keep: list[DumpRow], verdict: str,
-             unmatched: tuple[int, int], golden: Any, target: Any) -> str:
+def _summary(rows: list[DumpRow], scalar_rows: Sequence[ScalarRow], keep: list[DumpRow], verdict: str,
+             unmatched: tuple[int, int], golden: DumpInfo | None, target: DumpInfo | None) -> str:
     """One line: counts per status (and per mode), scalar arguments that differ, the worst row; or why
     nothing could be compared and how to fix it."""
     counts = {s: 0 for s in ("pass", "warning", "error", "skipped")}
@@ -144,7 +186,8 @@ def _summary(rows: list[DumpRow], scalar_rows: list[Any], keep: list[DumpRow], v
     return summary
 
 
-def _why_inconclusive(rows: list[DumpRow], unmatched: tuple[int, int], golden: Any, target: Any) -> str:
+def _why_inconclusive(rows: list[DumpRow], unmatched: tuple[int, int], golden: DumpInfo | None,
+                      target: DumpInfo | None) -> str:
     from acc_agent.frontend import option
     from acc_agent.tools._stat_rows import REDUMP_HINT
 
@@ -180,7 +223,7 @@ def compare_dumps(params: CompareDumpsInput) -> CompareDumpsOutput:
         return _compare(params, rank_sources)
 
 
-def _compare(params: CompareDumpsInput, rank_sources: Any) -> CompareDumpsOutput:
+def _compare(params: CompareDumpsInput, rank_sources: Callable[[str], dict[str, Path]]) -> CompareDumpsOutput:
     g_src = rank_sources(params.golden)
     if params.scheduler is None and len(g_src) == 1:
         t_src = rank_sources(params.target)
@@ -217,7 +260,7 @@ def _compare_single(params: CompareDumpsInput) -> CompareDumpsOutput:
     rows = compute_rows(g, t, b, plan.jobs, params.precision, key or None, workers=params.workers)
     background: list[BackgroundCsv] = []
 
-    def start_csv(all_rows: list[DumpRow], scalar_rows: list[Any]) -> None:
+    def start_csv(all_rows: list[DumpRow], scalar_rows: list[ScalarRow]) -> None:
         # a large statistics CSV is written by a forked child while this process diagnoses
         if statistics_layout(all_rows, scalar_rows) and (params.csv or (not params.all_rows
                                                                        and len(all_rows) > params.top)):
@@ -240,7 +283,7 @@ def _compare_ranks(params: CompareDumpsInput, g_src: dict[str, Path], t_src: dic
     """Rank by rank, each rank a task of its own: in worker processes (one per core) or on Dask."""
     from acc_agent.io.pairing import load_mapping
     from acc_agent.tools._dump_rows import cores
-    from acc_agent.tools._rank_tasks import RankOutcome, RankTask, local_backend, run_ranks
+    from acc_agent.tools._rank_tasks import RankTask, local_backend, run_ranks
 
     mapping = load_mapping(params.mapping) if params.mapping else None
     rank_keys = [k for k in t_src if k in g_src]
@@ -298,7 +341,7 @@ def _csv_path(params: CompareDumpsInput) -> Path:
     return results_dir() / f"compare_dumps-{tag}.csv"
 
 
-def _merged(params: CompareDumpsInput, outcomes: list[Any], infos: list[tuple[str, str, Any]],
+def _merged(params: CompareDumpsInput, outcomes: list[RankOutcome], infos: list[tuple[str, str, DumpInfo]],
             unmatched_g: list[str], unmatched_t: list[str], background: BackgroundCsv | None = None
             ) -> CompareDumpsOutput:
     """One result from the ranks' outcomes (in rank order): the verdict, the diagnosis across ranks,
@@ -355,7 +398,7 @@ def _merged(params: CompareDumpsInput, outcomes: list[Any], infos: list[tuple[st
                              detail="row pass bar; rtol/atol by target precision: FP16 rtol 1e-2, atol 1e-3; "
                                     "BF16 rtol 1e-2, atol 1e-2; FP32 rtol 1e-4, atol 1e-5"))
     return CompareDumpsOutput(
-        verdict=verdict,  # type: ignore[arg-type]
+        verdict=verdict,
         summary=summary,
         evidence=evidence,
         golden=params.golden,

@@ -9,31 +9,15 @@ it from rounding alone. This tool picks the tolerance from the documented table
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
-
-from pydantic import Field
 
 from acc_agent import frontend
 from acc_agent.errors import AccAgentError
-from acc_agent.models.common import Evidence, ToolInput
-from acc_agent.models.compare import CompareTensorsOutput, TensorCheck, ToleranceUsed
+from acc_agent.models.common import Evidence
+from acc_agent.models.compare import CompareTensorsInput, CompareTensorsOutput, TensorCheck, ToleranceUsed
 from acc_agent.text_columns import Column, Table, labelled, render
 from acc_agent.tools.spec import tool
 
 _CONTAINERS = (".npz", ".safetensors")
-
-
-class CompareTensorsInput(ToolInput):
-    golden: str = Field(description="Baseline output(s): .npy/.pt/.safetensors/.npz file, FILE.npz:KEY, or a folder. "
-                                    "Several outputs in one file or folder are paired by name.")
-    target: str = Field(description="Migrated (NPU) output(s), same forms as golden.")
-    precision: Literal["fp16", "bf16", "fp32"] | None = Field(
-        default=None, description="Target precision; sets rtol/atol. Default: bf16 if the target tensor is "
-                                  "bf16, else fp16 (the default migration target).")
-    rtol: float | None = Field(default=None, ge=0, description="Override the table's relative tolerance.")
-    atol: float | None = Field(default=None, ge=0, description="Override the table's absolute tolerance.")
-    min_within: float = Field(default=1.0, gt=0, le=1, description="Share of elements within |t-g| <= atol + rtol*|g|. "
-                                                                    "1.0 = every element, like numpy.allclose.")
 
 
 def _split_key(spec: str) -> tuple[Path, str | None]:

@@ -10,57 +10,23 @@ its inputs already did. Only tensors are compared, one pair at a time (no whole-
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
-
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from acc_agent import frontend
-from acc_agent.models.common import Evidence, Model, ToolInput, ToolOutput
-from acc_agent.text_safety import terminal_lines
+from acc_agent.models.common import Evidence
+from acc_agent.models.nondeterminism import (
+    DetectNondeterminismInput,
+    DetectNondeterminismOutput,
+    NondeterministicEntry,
+)
+from acc_agent.text_columns import Column, Table, render
 from acc_agent.tools.spec import tool
 
-
-class DetectNondeterminismInput(ToolInput):
-    run_a: str = Field(description="First dump of the run: msprobe dump.json, its rank folder, or a folder of .npy "
-                                   "files.")
-    run_b: str = Field(description="Second dump of the same run, same platform and same input.")
-    mapping: str | None = Field(default=None, description="YAML name mapping run_b -> run_a. As for compare_dumps, "
-                                                          "when the two runs name tensors differently.")
-    top: int = Field(default=50, ge=1, description="Entries listed inline, first ones first.")
+if TYPE_CHECKING:
+    from acc_agent.io.arrays import Array
 
 
-class NondeterministicEntry(Model):
-    name: str
-    index: int = Field(description="Execution order in run_b.")
-    module: str = Field(description="Module/API call (dump.json key) the tensor belongs to.")
-    role: str
-    differing_ratio: float | None = Field(default=None, description="Share of elements whose bits differ.")
-    max_abs_err: float | None = None
-    rel_l2_err: float | None = None
-    origin: bool = Field(default=False, description="Inputs bit-identical, outputs not: the module that "
-                                                    "introduces the randomness.")
-    note: str = ""
-
-
-class DetectNondeterminismOutput(ToolOutput):
-    failing_verdicts: ClassVar[frozenset[str]] = frozenset({"nondeterministic", "error"})
-
-    verdict: Literal["deterministic", "nondeterministic", "error"]
-    run_a: str
-    run_b: str
-    compared: int = 0
-    identical: int = 0
-    first_nondeterministic: str | None = Field(default=None, description="Row name of the first tensor that differs.")
-    origins: list[str] = Field(default_factory=list, description="Modules whose inputs match bit for bit but whose "
-                                                                 "outputs do not, in execution order.")
-    entries: list[NondeterministicEntry] = Field(default_factory=list)
-    entries_total: int = 0
-    unmatched_a: list[str] = Field(default_factory=list)
-    unmatched_b: list[str] = Field(default_factory=list)
-    next_actions: list[str] = Field(default_factory=list)
-
-
-def _diff(a: Any, b: Any) -> tuple[bool, float | None, float | None, float | None, str]:
+def _diff(a: Array, b: Array) -> tuple[bool, float | None, float | None, float | None, str]:
     """(identical, differing share, max abs err, relative L2 err, note) of two arrays, bitwise."""
     import numpy as np
 
@@ -86,18 +52,11 @@ def _diff(a: Any, b: Any) -> tuple[bool, float | None, float | None, float | Non
     return False, count / a.size, max_abs, rel, note
 
 
-def _split(name: str) -> tuple[str, str]:
-    from acc_agent.numerics.diagnosis import split_name as _split_name
-
-    return _split_name(name)
-
-
 def _innermost(modules: list[str]) -> list[str]:
     """Drop a container module when a module inside it is an origin too (the inner one is the cause)."""
-    from acc_agent.numerics.diagnosis import ROOT_MODULE_PATHS
-    from acc_agent.numerics.diagnosis import module_path as _module_path
+    from acc_agent.numerics.diagnosis import ROOT_MODULE_PATHS, module_path
 
-    paths = {m: _module_path(m) for m in modules}
+    paths = {m: module_path(m) for m in modules}
     keep = []
     for m in modules:
         p = paths[m]
@@ -108,16 +67,23 @@ def _innermost(modules: list[str]) -> list[str]:
     return keep
 
 
+def _measured(e: NondeterministicEntry) -> str:
+    share = "-" if e.differing_ratio is None else f"{e.differing_ratio:.2%}"
+    mae = "-" if e.max_abs_err is None else f"{e.max_abs_err:.3e}"
+    return f"{e.name}  differing {share}  max_abs {mae} {e.note}"
+
+
+#: One line per differing tensor: ORIGIN where the randomness enters, its position in run B, what differs.
+_ENTRY_LINES = Table[NondeterministicEntry]([
+    Column(lambda e: "ORIGIN" if e.origin else "", width=6),
+    Column(lambda e: str(e.index), width=5, align=">"),
+    Column(_measured),
+], indent="")
+
+
 def render_text(out: DetectNondeterminismOutput) -> str:
-    lines = [f"[{out.verdict}] {out.summary}"]
-    for e in out.entries:
-        flag = "ORIGIN " if e.origin else "       "
-        share = "-" if e.differing_ratio is None else f"{e.differing_ratio:.2%}"
-        mae = "-" if e.max_abs_err is None else f"{e.max_abs_err:.3e}"
-        lines.append(f"{flag}{e.index:5d} {e.name}  differing {share}  max_abs {mae} {e.note}")
-    if out.entries_total > len(out.entries):
-        lines.append(f"... {out.entries_total - len(out.entries)} more")
-    return terminal_lines(lines)
+    more = out.entries_total - len(out.entries)
+    return render(out, _ENTRY_LINES.lines(out.entries), [f"... {more} more"] if more > 0 else [])
 
 
 @tool(
@@ -132,6 +98,7 @@ def detect_nondeterminism(params: DetectNondeterminismInput) -> DetectNondetermi
     from acc_agent.errors import AccAgentError
     from acc_agent.io.dumps import Dump, open_dump
     from acc_agent.io.pairing import load_mapping, pair_entries
+    from acc_agent.numerics.diagnosis import split_name
 
     run_a, run_b = open_dump(params.run_a), open_dump(params.run_b)
     for side, d, path in (("run_a", run_a, params.run_a), ("run_b", run_b, params.run_b)):
@@ -158,7 +125,7 @@ def detect_nondeterminism(params: DetectNondeterminismInput) -> DetectNondetermi
             continue
         compared += 1
         same, share, mae, rel, note = _diff(a, b)
-        module, role = _split(pair.target_name)
+        module, role = split_name(pair.target_name)
         state = differs_by_module.setdefault(module, {"input": False, "output": False, "seen_input": False})
         if role == "input":
             state["seen_input"] = True

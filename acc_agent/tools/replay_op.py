@@ -8,48 +8,43 @@ bug report needs: the tensors, the arguments and a standalone ``repro.py``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Literal
 
 from acc_agent.errors import AccAgentError
-from acc_agent.models.common import Evidence, ToolInput
-from acc_agent.models.replay import ArgumentDiff, Closeness, ReplayOpOutput
+from acc_agent.models.common import Evidence
+from acc_agent.models.replay import ArgumentDiff, Closeness, ReplayOpInput, ReplayOpOutput
+from acc_agent.text_columns import Column, Table, labelled, render
 from acc_agent.tools.spec import tool
 
+if TYPE_CHECKING:
+    from acc_agent.io.dump_calls import RecordedCall
+    from acc_agent.io.dumps import Dump, DumpSet
+    from acc_agent.numerics.replay import Comparison
 
-class ReplayOpInput(ToolInput):
-    golden: str = Field(description="Golden msprobe dump (tensor mode): dump.json, its rank folder or the dump root.")
-    target: str = Field(description="Target msprobe dump (tensor mode), same forms as GOLDEN.")
-    op: str = Field(description="The call to re-run, as compare_dumps names it (Functional.gelu.1.forward); a row "
-                                "name (…forward.output.0) is accepted.")
-    rank: str | None = Field(default=None, description="Rank folder key (step0/rank1) when the dumps hold several.")
-    bundle: str | None = Field(default=None, description="Write the vendor reproduction (tensors, arguments, "
-                                                         "metrics, README, repro.py) into this folder.")
-    environment: str | None = Field(default=None, description="Environment snapshot JSON (check_environment) to "
-                                                              "put into the bundle.")
-    lang: Literal["en", "zh"] = Field(default="en", description="Language of the bundle's README.")
+
+#: One line per comparison of the re-run: what is compared with what, and how close it is.
+_CLOSENESS_LINES = Table[tuple[str, Closeness]]([
+    Column(lambda lc: lc[0], width=45),
+    Column(lambda lc: f"rel_l2 {_f(lc[1].rel_l2_err)}  cosine {_f(lc[1].cosine)}  max_abs {_f(lc[1].max_abs_err)}"),
+])
 
 
 def render_text(out: ReplayOpOutput) -> str:
-    lines = [f"[{out.verdict}] {out.summary}", f"reason: {out.reason}"]
-    for label, c in (("replay from golden inputs vs golden output", out.replay_check),
-                     ("replay from target inputs vs target output", out.replay_vs_target),
-                     ("replay from target inputs vs golden output", out.replay_vs_golden),
-                     ("target output vs golden output", out.target_vs_golden)):
-        lines.append(f"  {label:45} rel_l2 {_f(c.rel_l2_err)}  cosine {_f(c.cosine)}  max_abs {_f(c.max_abs_err)}")
-    for d in out.differing_inputs:
-        lines.append(f"  differs: {d.argument} ({d.kind}): golden {d.golden}, target {d.target}")
-    if out.bundle:
-        lines.append(f"bundle: {out.bundle}")
-    return "\n".join(lines)
+    compared = [("replay from golden inputs vs golden output", out.replay_check),
+                ("replay from target inputs vs target output", out.replay_vs_target),
+                ("replay from target inputs vs golden output", out.replay_vs_golden),
+                ("target output vs golden output", out.target_vs_golden)]
+    return render(out, labelled("reason", [out.reason], indent=""), _CLOSENESS_LINES.lines(compared),
+                  labelled("differs", [f"{d.argument} ({d.kind}): golden {d.golden}, target {d.target}"
+                                       for d in out.differing_inputs]),
+                  labelled("bundle", [out.bundle] if out.bundle else [], indent=""))
 
 
 def _f(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3g}"
 
 
-def _closeness(c: Any, tol: float) -> Closeness:
+def _closeness(c: Comparison, tol: float) -> Closeness:
     return Closeness(rel_l2_err=c.rel_l2, cosine=c.cosine, max_abs_err=c.max_abs, within=c.within(tol))
 
 
@@ -132,7 +127,7 @@ def replay_op(params: ReplayOpInput) -> ReplayOpOutput:
     return out
 
 
-def _rank(ds: Any, rank: str | None, path: str) -> Any:
+def _rank(ds: DumpSet, rank: str | None, path: str) -> Dump:
     if rank is not None:
         if rank not in ds.ranks:
             raise AccAgentError("unknown_rank", f"{path} has no rank {rank!r}",
@@ -144,7 +139,8 @@ def _rank(ds: Any, rank: str | None, path: str) -> Any:
     return next(iter(ds.ranks.values()))
 
 
-def _differing_inputs(g_call: Any, t_call: Any, golden: Any, target: Any, tol: float) -> list[ArgumentDiff]:
+def _differing_inputs(g_call: RecordedCall, t_call: RecordedCall, golden: Dump, target: Dump, tol: float
+                      ) -> list[ArgumentDiff]:
     """The call's tensor inputs and scalar arguments whose recorded values differ between the runs."""
     import numpy as np
 
@@ -172,11 +168,12 @@ def _differing_inputs(g_call: Any, t_call: Any, golden: Any, target: Any, tol: f
     return out
 
 
-def _show(v: Any) -> str:
+def _show(v: object) -> str:
     return "None" if v is None else str(v)
 
 
-def _decide(check: Any, vs_target: Any, vs_golden: Any, recorded: Any, tol: float, diffs: list[ArgumentDiff],
+def _decide(check: Comparison, vs_target: Comparison, vs_golden: Comparison, recorded: Comparison, tol: float,
+            diffs: list[ArgumentDiff],
             key: str) -> tuple[Literal["operator", "inputs", "not_reproducible"], str]:
     if not check.within(tol):
         return "not_reproducible", (
