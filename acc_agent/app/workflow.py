@@ -20,9 +20,10 @@ from pydantic import ValidationError
 from acc_agent.app.verdicts import decide
 from acc_agent.errors import AccAgentError
 from acc_agent.json_types import JsonValue
+from acc_agent.models.compare import CompareTensorsOutput
 from acc_agent.models.performance import MeasurePerformanceOutput
 from acc_agent.models.project import Project
-from acc_agent.models.workflow import OptionValue, SkillPlan, SkillResult, WorkflowResult
+from acc_agent.models.workflow import GoldenArrays, OptionValue, SkillPlan, SkillResult, WorkflowResult
 from acc_agent.tools.spec import ToolSpec, skill_tool
 
 #: Slots that only make sense for one kind of project (mig.yaml model.mode).
@@ -240,7 +241,27 @@ def run_workflow(project: Project, progress: Callable[[str], None] | None = None
         results[plan.slot] = run_plan(project, plan)
     for side in ("baseline_perf", "target_perf"):
         results[side] = read_perf_file(project, side)
-    return WorkflowResult(project, results, decide(project, results))
+    return WorkflowResult(project, results, decide(project, results), golden_arrays(project, results["golden"]))
+
+
+def golden_arrays(project: Project, golden: SkillResult) -> GoldenArrays:
+    """The facts of every output array the golden table lists, read here so rendering opens no file.
+
+    The arrays are the golden file's; when it cannot be listed, the outputs compare_tensors compared.
+    """
+    from acc_agent.io.array_facts import array_facts, npz_keys
+
+    gpath = project.resolve(project.artefacts.golden_outputs)
+    tpath = project.resolve(project.artefacts.target_outputs)
+    compared = golden.output_as(CompareTensorsOutput)
+    keys = npz_keys(gpath) or (list(dict.fromkeys(row.name for row in compared.outputs)) if compared is not None else [])
+    facts = GoldenArrays(keys=keys)
+    for key in keys:
+        if gpath is not None and (g := array_facts(gpath, key)) is not None:
+            facts.golden[key] = g
+        if tpath is not None and tpath.is_file() and (t := array_facts(tpath, key)) is not None:
+            facts.target[key] = t
+    return facts
 
 
 def load_and_run(config: Path) -> WorkflowResult:

@@ -101,11 +101,36 @@ class Verdicts:
     boxes: tuple[Box, ...]
 
 
+@dataclass(frozen=True)
+class ArrayFacts:
+    """One saved output array as the golden table describes it."""
+
+    shape: list[int]
+    dtype: str
+    non_finite: int  # NaN and Inf elements
+    finite_mean: float | None  # None when no element is finite
+    finite_max: float | None
+
+
+@dataclass(frozen=True)
+class GoldenArrays:
+    """The arrays of the golden check's two output files, read by the application layer.
+
+    ``keys``: the golden file's array names (sorted), or the compared outputs' names when that file
+    cannot be listed; ``golden``/``target``: the facts of each array that could be read.
+    """
+
+    keys: list[str] = field(default_factory=list)
+    golden: dict[str, ArrayFacts] = field(default_factory=dict)
+    target: dict[str, ArrayFacts] = field(default_factory=dict)
+
+
 @dataclass
 class WorkflowResult:
     project: Project
     results: dict[str, SkillResult]
     verdicts: Verdicts  # decided once every slot has its result
+    golden_arrays: GoldenArrays = field(default_factory=GoldenArrays)
 
     def get(self, slot: str) -> SkillResult:
         return self.results[slot]

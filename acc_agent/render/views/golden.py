@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from markupsafe import Markup
 
 from acc_agent.models.compare import CompareTensorsOutput, TensorCheck
-from acc_agent.models.workflow import WorkflowResult
+from acc_agent.models.workflow import ArrayFacts, WorkflowResult
 from acc_agent.render.cells import Ctx, Row, finite, sources
 from acc_agent.render.env import code, fmt_num
 
@@ -22,37 +21,15 @@ class GoldenView:
     summary: Markup
 
 
-def _array_summary(c: Ctx, path: Path, key: str) -> str | None:
-    """shape/dtype/mean/max of one array of a golden file, read without unpickling."""
-    import numpy as np
-
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            if key not in data.files:
-                return None
-            arr = data[key]
-    except (OSError, ValueError):
+def _array_summary(c: Ctx, facts: ArrayFacts | None) -> str | None:
+    """shape/dtype/mean/max of one output array, as the application layer read it."""
+    if facts is None:
         return None
-    a64 = arr.astype(np.float64)
-    bad = int((~np.isfinite(a64)).sum())
-    good = a64[np.isfinite(a64)]
-    if good.size == 0:
-        return c.t("arr_all_bad").format(shape=list(arr.shape), dtype=arr.dtype, bad=bad)
-    text = c.t("arr_summary").format(shape=list(arr.shape), dtype=arr.dtype, mean=fmt_num(float(good.mean())),
-                                     max=fmt_num(float(good.max())))
-    return text + (c.t("arr_bad").format(bad=bad) if bad else "")
-
-
-def _npz_keys(path: Path | None) -> list[str]:
-    import numpy as np
-
-    if path is None or not path.is_file():
-        return []
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return sorted(data.files)
-    except (OSError, ValueError):
-        return []
+    if facts.finite_mean is None or facts.finite_max is None:
+        return c.t("arr_all_bad").format(shape=facts.shape, dtype=facts.dtype, bad=facts.non_finite)
+    text = c.t("arr_summary").format(shape=facts.shape, dtype=facts.dtype, mean=fmt_num(facts.finite_mean),
+                                     max=fmt_num(facts.finite_max))
+    return text + (c.t("arr_bad").format(bad=facts.non_finite) if facts.non_finite else "")
 
 
 def tensors_summary(c: Ctx, output: CompareTensorsOutput) -> str:
@@ -72,13 +49,13 @@ def golden_view(c: Ctx, wf: WorkflowResult) -> GoldenView:
     p = wf.project
     r = wf.get("golden")
     out = r.output_as(CompareTensorsOutput)
-    gpath, tpath = p.resolve(p.artefacts.golden_outputs), p.resolve(p.artefacts.target_outputs)
+    arrays = wf.golden_arrays
     errs: dict[str, TensorCheck] = {row.name: row for row in out.outputs} if out is not None else {}
     rows: list[Row] = []
     missing = c.gap(r) if not r.ok else c.na(c.t("na_not_computed"))
-    for key in _npz_keys(gpath) or list(errs):
-        gsum = _array_summary(c, gpath, key) if gpath else None
-        tsum = _array_summary(c, tpath, key) if tpath and tpath.is_file() else None
+    for key in arrays.keys:
+        gsum = _array_summary(c, arrays.golden.get(key))
+        tsum = _array_summary(c, arrays.target.get(key))
         erow = errs.get(key)
         if erow is None:
             rows.append([code(key), c.val(gsum) if gsum else c.na(c.t("na_golden_unreadable")),
