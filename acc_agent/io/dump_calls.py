@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from acc_agent.errors import AccAgentError
 
@@ -40,11 +39,11 @@ class RecordedCall:
     """A call's key, its arguments as recorded (tensors as TensorRef) and its outputs."""
 
     key: str
-    args: list[Any] = field(default_factory=list)
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    outputs: list[Any] = field(default_factory=list)
+    args: list[object] = field(default_factory=list)
+    kwargs: dict[str, object] = field(default_factory=dict)
+    outputs: list[object] = field(default_factory=list)
     #: A module call's recorded parameters (msprobe level mix/L0 writes them), by name.
-    parameters: dict[str, Any] = field(default_factory=dict)
+    parameters: dict[str, object] = field(default_factory=dict)
 
     def tensors(self) -> list[tuple[str, TensorRef]]:
         """(argument label, ref) of every tensor argument: ``input.0``, ``input.weight``, ``input.1.0``."""
@@ -57,9 +56,9 @@ class RecordedCall:
             _walk(v, f"parameters.{k}", found)
         return found
 
-    def scalars(self) -> dict[str, Any]:
+    def scalars(self) -> dict[str, object]:
         """Non-tensor arguments by label (as :meth:`tensors` labels them)."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for i, a in enumerate(self.args):
             _scalars(a, f"input.{i}", out)
         for k, v in self.kwargs.items():
@@ -73,7 +72,7 @@ class RecordedCall:
         return [r for _, r in found]
 
 
-def _walk(value: Any, label: str, found: list[tuple[str, TensorRef]]) -> None:
+def _walk(value: object, label: str, found: list[tuple[str, TensorRef]]) -> None:
     if isinstance(value, TensorRef):
         found.append((label, value))
     elif isinstance(value, list | tuple):
@@ -84,7 +83,7 @@ def _walk(value: Any, label: str, found: list[tuple[str, TensorRef]]) -> None:
             _walk(v, f"{label}.{k}", found)
 
 
-def _scalars(value: Any, label: str, out: dict[str, Any]) -> None:
+def _scalars(value: object, label: str, out: dict[str, object]) -> None:
     if isinstance(value, TensorRef):
         return
     if isinstance(value, list | tuple) and any(isinstance(v, TensorRef | list | tuple | dict) for v in value):
@@ -132,7 +131,7 @@ def read_call(dump_json: Path, key: str) -> RecordedCall:
     return call
 
 
-def _value(v: Any, task: Any, source: Path) -> Any:
+def _value(v: object, task: object, source: Path) -> object:
     if isinstance(v, list):
         return [_value(x, task, source) for x in v]
     if not isinstance(v, dict):

@@ -18,7 +18,7 @@ import signal
 from itertools import starmap
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
 from acc_agent.fork_safety import can_fork
 
@@ -34,6 +34,15 @@ MIN_BYTES = 16 << 20
 _FIELDS = ("name", "data_name", "module_key", "role", "dtype", "shape", "stats", "requires_grad", "index",
            "container_key", "md5")
 _ROW = attrgetter(*_FIELDS)
+#: One DumpEntry as its fields in ``_FIELDS`` order (what ``DumpEntry(*row)`` takes back).
+_Row: TypeAlias = tuple[str, str | None, str, str, str | None, list[int] | None, dict[str, float | None], bool | None,
+                        int, str | None, str | None]
+#: One rank as plain columns: source, kind, rows, data folder, dump.json header, (name, value, type) of its
+#: scalar arguments by call.
+_Columns: TypeAlias = tuple[str, str, list[_Row], str | None, dict[str, object],
+                            dict[str, list[tuple[str, object, str]]]]
+#: The dump root and its ranks' columns by rank key.
+_Payload: TypeAlias = tuple[str, dict[str, _Columns]]
 
 
 def open_pair(golden: str | Path, target: str | Path) -> tuple[DumpSet, DumpSet]:
@@ -88,15 +97,15 @@ def _child(target: str | Path, out: int) -> None:
         os._exit(code)
 
 
-def _columns(d: Dump) -> tuple[Any, ...]:
+def _columns(d: Dump) -> _Columns:
     scalars = {k: [(s.name, s.value, s.type) for s in v] for k, v in d.scalars.items()}
     return (str(d.source), d.kind, list(map(_ROW, d.entries)), str(d.data_dir) if d.data_dir is not None else None,
             d.meta, scalars)
 
 
-def _reap(pid: int, read_end: int) -> tuple[str, dict[str, tuple[Any, ...]]] | None:
+def _reap(pid: int, read_end: int) -> _Payload | None:
     """The child's columns, or None when it failed; the child is waited for either way."""
-    payload: tuple[str, dict[str, tuple[Any, ...]]] | None = None
+    payload: _Payload | None = None
     with os.fdopen(read_end, "rb", buffering=1 << 20) as fh:
         try:
             payload = pickle.load(fh)  # our own child's columns, through our own pipe
@@ -123,7 +132,7 @@ def _widen(fd: int) -> None:
             fcntl.fcntl(fd, setpipe, 1 << 20)
 
 
-def _rebuild(payload: tuple[str, dict[str, tuple[Any, ...]]], like: DumpSet) -> DumpSet:
+def _rebuild(payload: _Payload, like: DumpSet) -> DumpSet:
     root, ranks = payload
     return DumpSet(Path(root), {k: _dump(cols, _like(like, k)) for k, cols in ranks.items()})
 
@@ -135,7 +144,7 @@ def _like(like: DumpSet, key: str) -> Dump | None:
     return next(iter(like.ranks.values())) if len(like.ranks) == 1 else None
 
 
-def _dump(cols: tuple[Any, ...], twin_dump: Dump | None) -> Dump:
+def _dump(cols: _Columns, twin_dump: Dump | None) -> Dump:
     source, kind, rows, data_dir, meta, scalars = cols
     entries = list(starmap(DumpEntry, rows))
     if twin_dump is not None:

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, Literal
+from typing import IO, Literal, TypedDict
 
 __all__ = ["Finished", "run_bounded"]
 
@@ -80,7 +80,14 @@ class _Keep:
         return self.data.decode("utf-8", errors="replace")
 
 
-def _own_group() -> dict[str, Any]:
+class _GroupArgs(TypedDict, total=False):
+    """The Popen keyword that starts the child in a process group of its own (one of the two)."""
+
+    process_group: int
+    start_new_session: bool
+
+
+def _own_group() -> _GroupArgs:
     """Popen arguments that put the child in a process group of its own (POSIX), so a kill reaches
     everything it started. ``process_group=0`` (Python 3.11+) keeps the fast vfork start, which
     ``start_new_session`` turns off (+1 ms a run: it would show in measure-performance timings)."""

@@ -8,7 +8,6 @@ reader of this layer, which the models layer below must not import.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -39,7 +38,7 @@ def _line_map(text: str) -> dict[tuple[str, ...], int]:
 
     seen: set[int] = set()
 
-    def walk(node: Any, path: tuple[str, ...]) -> None:
+    def walk(node: yaml.Node, path: tuple[str, ...]) -> None:
         lines[path] = node.start_mark.line + 1
         if id(node) in seen:
             return  # an alias (*name) of a node already walked: following it again could repeat it exponentially

@@ -13,7 +13,7 @@ Every refusal is an :class:`AccAgentError` naming the file, what is wrong and wh
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from acc_agent.errors import AccAgentError
 
@@ -30,6 +30,14 @@ def _refuse(code: str, source: str, message: str, hint: str) -> AccAgentError:
     return AccAgentError(code, f"{source}: {message}", hint=hint, path=source)
 
 
+@dataclass(slots=True)
+class _Open:
+    """A collection whose end event has not come yet: its expanded size so far and its anchor."""
+
+    size: int
+    anchor: str | None
+
+
 def check_bounds(text: str, source: str, *, max_nodes: int = MAX_EXPANDED_NODES, max_depth: int = MAX_DEPTH) -> None:
     """Refuse ``text`` if it is too large, too deep, or expands (through aliases) past ``max_nodes``.
 
@@ -42,19 +50,20 @@ def check_bounds(text: str, source: str, *, max_nodes: int = MAX_EXPANDED_NODES,
         raise _refuse("yaml_too_large", source, f"{len(text) >> 20} MiB of YAML, above the {MAX_YAML_BYTES >> 20} MiB limit",
                       "Pass the hand-written file itself; a generated file this large is not a project or mapping file.")
     sizes: dict[str, int] = {}  # anchor -> expanded node count
-    stack: list[list[Any]] = []  # [running size, anchor] per open collection
+    stack: list[_Open] = []
     total = 0
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-                stack.append([1, event.anchor])
+                stack.append(_Open(1, event.anchor))
                 if len(stack) > max_depth:
                     line = event.start_mark.line + 1 if event.start_mark is not None else "?"
                     raise _refuse("yaml_too_deep", source, f"nested more than {max_depth} levels deep (line {line})",
                                   "Flatten the file: project and mapping files need only a few levels.")
                 continue
             if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-                size, anchor = stack.pop()
+                closed = stack.pop()
+                size, anchor = closed.size, closed.anchor
             elif isinstance(event, yaml.ScalarEvent):
                 size, anchor = 1, event.anchor
             elif isinstance(event, yaml.AliasEvent):
@@ -64,10 +73,10 @@ def check_bounds(text: str, source: str, *, max_nodes: int = MAX_EXPANDED_NODES,
             if anchor:
                 sizes[anchor] = size
             if stack:
-                stack[-1][0] += size
+                stack[-1].size += size
             else:
                 total += size
-            if total + sum(s[0] for s in stack) > max_nodes:
+            if total + sum(s.size for s in stack) > max_nodes:
                 line = event.start_mark.line + 1 if event.start_mark is not None else "?"
                 raise _refuse("yaml_alias_bomb", source,
                               f"expands to more than {max_nodes:,} values through aliases (*name) by line {line}",
@@ -79,7 +88,7 @@ def check_bounds(text: str, source: str, *, max_nodes: int = MAX_EXPANDED_NODES,
                       "Flatten the file: project and mapping files need only a few levels.") from None
 
 
-def load_yaml(text: str, source: str, *, max_nodes: int = MAX_EXPANDED_NODES) -> Any:
+def load_yaml(text: str, source: str, *, max_nodes: int = MAX_EXPANDED_NODES) -> object:
     """``yaml.safe_load(text)`` inside the bounds of :func:`check_bounds`.
 
     Raises :class:`yaml.YAMLError` for a syntax error (callers word that with the line they know),

@@ -23,11 +23,15 @@ import tokenize
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, TypeGuard
 
 import numpy as np
 
 from acc_agent.errors import AccAgentError
+from acc_agent.io.arrays import Array, DType
+
+if TYPE_CHECKING:
+    import torch
 
 #: Smaller .npy files are read whole: mapping them costs more system calls than it saves.
 MMAP_MIN_BYTES = 1 << 20
@@ -54,7 +58,7 @@ _SAFETENSORS_DTYPES = {
 }
 
 
-def numpy_dtype(name: str) -> np.dtype[Any]:
+def numpy_dtype(name: str) -> DType:
     """A numpy dtype for ``name``, including bf16/fp8 via ml-dtypes (msprobe reads those as fp32)."""
     if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
         import ml_dtypes
@@ -192,7 +196,7 @@ def open_regular(path: Path) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
-def _raw_void(path: Path, dtype: np.dtype[Any]) -> AccAgentError:
+def _raw_void(path: Path, dtype: DType) -> AccAgentError:
     """Raw void bytes are ambiguous (fp8 e4m3 or e5m2, int4, ...): guessing would give wrong numbers."""
     return AccAgentError(
         "unsupported_dtype",
@@ -203,12 +207,12 @@ def _raw_void(path: Path, dtype: np.dtype[Any]) -> AccAgentError:
     )
 
 
-def _is_raw_void(dtype: np.dtype[Any]) -> bool:
+def _is_raw_void(dtype: DType) -> bool:
     """An unnamed void dtype that is not an ml-dtypes type: bytes whose meaning was lost."""
     return dtype.kind == "V" and not dtype.names and dtype.type is np.void
 
 
-def _check_claim(path: Path, shape: tuple[Any, ...], itemsize: int, available: int, what: str = "file") -> None:
+def _check_claim(path: Path, shape: tuple[int, ...], itemsize: int, available: int, what: str = "file") -> None:
     """Refuse a header whose shape is negative or needs more bytes than ``available`` holds.
 
     Why before any read: numpy allocates the array a header claims before reading its data, so a
@@ -241,7 +245,7 @@ def _check_npy_claim(path: Path, size: int) -> None:
         _check_claim(path, shape, dtype.itemsize, size - offset)
 
 
-def read_npy(path: Path, *, mmap: bool = True) -> np.ndarray:
+def read_npy(path: Path, *, mmap: bool = True) -> Array:
     """Read one ``.npy``; memory-mapped when possible so large tensors stream from disk."""
     _check_npy_claim(path, require_regular(path))
     try:
@@ -298,7 +302,7 @@ def _npy_prefix_check(head: bytes) -> None:
         raise ValueError(f"unsupported .npy format version {major}.{minor} (numpy writes 1.0, 2.0 or 3.0)")
 
 
-def _npy_header(fh: BinaryIO) -> tuple[tuple[int, ...], bool, np.dtype[Any], int]:
+def _npy_header(fh: BinaryIO) -> tuple[tuple[int, ...], bool, DType, int]:
     """(shape, fortran, dtype, data offset) of an open ``.npy``; numpy's own parser for unusual headers."""
     fmt = np.lib.format
     head = fh.read(10)
@@ -366,12 +370,12 @@ class NpyStream:
         except BaseException:
             self.close()
             raise
-        self._buf: np.ndarray | None = None
+        self._buf: Array | None = None
         self._prefetched = 0  # file offset up to which read-ahead was asked for
         if self.size * self.dtype.itemsize > STREAM_PREFETCH_BYTES:
             _advise(fd, 0, 0, "SEQUENTIAL")  # a bigger read-ahead window for the long ones
 
-    def _validate(self, path: Path, shape: tuple[int, ...], fortran: bool, dtype: np.dtype[Any],
+    def _validate(self, path: Path, shape: tuple[int, ...], fortran: bool, dtype: DType,
                   file_size: int) -> None:
         if dtype.hasobject:
             raise _pickle_refused(path, "object dtype array")
@@ -379,13 +383,13 @@ class NpyStream:
             dtype = numpy_dtype("bfloat16")
         elif _is_raw_void(dtype):
             raise _raw_void(path, dtype)
-        self.dtype: np.dtype[Any] = np.dtype(dtype)
+        self.dtype: DType = np.dtype(dtype)
         self.shape: tuple[int, ...] = tuple(int(s) for s in shape)
         self.fortran = bool(fortran)
         _check_claim(path, self.shape, self.dtype.itemsize, file_size - self.offset)
         self.size = math.prod(self.shape)  # exact: np.prod wraps around on a huge claimed shape
 
-    def read(self, start: int, count: int) -> np.ndarray:
+    def read(self, start: int, count: int) -> Array:
         """Elements ``start:start+count`` of the flat (C-order) data; valid until the next call."""
         if self._fd is None:  # read again after close()
             with open_regular(self.path) as fh:
@@ -409,7 +413,7 @@ class NpyStream:
             raise _corrupt(self.path, "file shrank while being read")
         return out
 
-    def to_array(self) -> np.ndarray:
+    def to_array(self) -> Array:
         """The whole tensor (for the few checks that need it at once)."""
         return read_npy(self.path)
 
@@ -432,7 +436,7 @@ def _advise(fd: int, offset: int, length: int, what: str) -> None:
             os.posix_fadvise(fd, offset, length, advice)
 
 
-def read_npz_key(path: Path, key: str) -> np.ndarray:
+def read_npz_key(path: Path, key: str) -> Array:
     """One array of an ``.npz`` (loaded whole: numpy cannot memory-map compressed members)."""
     require_regular(path)
     try:
@@ -524,7 +528,7 @@ def npz_keys(path: Path) -> list[str]:
         raise _corrupt(path, str(exc) or type(exc).__name__) from None
 
 
-def safetensors_index(path: Path) -> tuple[int, dict[str, dict[str, Any]]]:
+def safetensors_index(path: Path) -> tuple[int, dict[str, object]]:
     """Header of a ``.safetensors`` file: data offset and per-tensor dtype/shape/offsets."""
     try:
         with open_regular(path) as fh:
@@ -549,12 +553,12 @@ def safetensors_index(path: Path) -> tuple[int, dict[str, dict[str, Any]]]:
     return 8 + n, header
 
 
-def _plain_int(x: Any) -> bool:
+def _plain_int(x: object) -> TypeGuard[int]:
     """An integer as JSON writes one (not a bool, which Python counts as an int)."""
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def safetensors_shape(info: Any) -> list[int] | None:
+def safetensors_shape(info: object) -> list[int] | None:
     """The ``shape`` of one safetensors index entry, or None when it is not a list of non-negative ints.
 
     Why strict: the index comes from the file, and ``int()`` of whatever it holds would turn
@@ -566,7 +570,7 @@ def safetensors_shape(info: Any) -> list[int] | None:
     return list(shape)
 
 
-def read_safetensors_key(path: Path, key: str) -> np.ndarray:
+def read_safetensors_key(path: Path, key: str) -> Array:
     """One tensor of a ``.safetensors`` file, memory-mapped."""
     base, header = safetensors_index(path)
     info = header.get(key)
@@ -598,7 +602,7 @@ def read_safetensors_key(path: Path, key: str) -> np.ndarray:
     return np.memmap(path, dtype=dtype, mode="r", offset=base + start, shape=shape)
 
 
-def read_pt(path: Path) -> np.ndarray:
+def read_pt(path: Path) -> Array:
     """A ``.pt`` tensor through ``torch.load(weights_only=True)`` only; bf16/fp8 kept via ml-dtypes."""
     try:
         import torch
@@ -638,7 +642,7 @@ def read_pt(path: Path) -> np.ndarray:
         ) from None
 
 
-def torch_to_numpy(t: Any) -> np.ndarray:
+def torch_to_numpy(t: torch.Tensor) -> Array:
     """Tensor -> numpy, keeping bf16/fp8 bit-exact through ml-dtypes views."""
     import torch
 
@@ -663,7 +667,7 @@ def missing_file(path: Path) -> AccAgentError:
     )
 
 
-def read_tensor(path: str | Path, key: str | None = None) -> np.ndarray:
+def read_tensor(path: str | Path, key: str | None = None) -> Array:
     """Read one tensor by file suffix; ``key`` picks an array of an ``.npz``/``.safetensors``."""
     p = Path(path)
     suffix = p.suffix.lower()

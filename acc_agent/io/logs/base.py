@@ -13,9 +13,12 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from acc_agent.io.logs.source import LogSource, Sample
+
+if TYPE_CHECKING:  # the table reader builds on this module
+    from acc_agent.io.logs.formats.megatron_fast import Columns
 
 
 @dataclass(slots=True)
@@ -38,8 +41,8 @@ class Record:
     row: list[float] | None = None
     # Bulk form: consecutive train lines of one layout as (line, step, total_steps, row) tuples.
     batch: list[tuple[int, int, int | None, list[float]]] | None = None
-    # Table form: consecutive train lines of one layout as numpy columns (formats.megatron_fast.Columns).
-    columns: Any = None
+    # Table form: consecutive train lines of one layout as numpy columns.
+    columns: Columns | None = None
 
     def as_dict(self) -> dict[str, float]:
         if self.names is not None and self.row is not None:

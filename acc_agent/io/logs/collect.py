@@ -13,12 +13,13 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from acc_agent.errors import AccAgentError
+from acc_agent.io.arrays import Int64Array
 from acc_agent.io.logs.base import MAX_STEP, LogFormat, Record
 from acc_agent.io.logs.device import Marker, device_for_range, from_filename, scan_line
 from acc_agent.io.logs.formats import ALL_FORMATS, BY_NAME
+from acc_agent.io.logs.formats.megatron_fast import Columns
 from acc_agent.io.logs.formats.tensorboard_events import event_files
 from acc_agent.io.logs.source import LogSource, Sample
 
@@ -466,7 +467,7 @@ def aggregate(records: Iterable[Record], step_unit: str) -> list[RunData]:
     return runs
 
 
-def _column_cuts(steps: Any, has_loss: bool) -> list[int] | None:
+def _column_cuts(steps: Int64Array, has_loss: bool) -> list[int] | None:
     """Rows where a table's step goes back (or repeats, with a loss): each starts a new run.
 
     None when a step repeats without a loss: those rows merge into the previous one, which the
@@ -480,14 +481,14 @@ def _column_cuts(steps: Any, has_loss: bool) -> list[int] | None:
     return [int(i) + 1 for i in np.nonzero((d < 0) | (d == 0))[0]]
 
 
-def _columns_as_batch(cols: Any) -> Record:
+def _columns_as_batch(cols: Columns) -> Record:
     rows = [list(r) for r in zip(*(v.tolist() for v in cols.values), strict=True)]
     numbers = range(cols.first_line, cols.first_line + len(rows)) if cols.lines is None else cols.lines.tolist()
     batch = [(line, int(st), cols.total, row) for line, st, row in zip(numbers, cols.steps.tolist(), rows, strict=True)]
     return Record(cols.first_line, {}, names=cols.names, batch=batch)
 
 
-def _memory_at_its_step(cols: Any) -> bool:
+def _memory_at_its_step(cols: Columns) -> bool:
     """Whether each memory record in a table is at the step of the row before it, as Megatron prints them.
 
     Then it changes neither the run nor the last step, and the table's rows can go in column-wise.
@@ -495,13 +496,18 @@ def _memory_at_its_step(cols: Any) -> bool:
     return all(mem.step == cols.steps[p - 1] for p, mem in cols.memory)
 
 
-def _split_at_memory(cols: Any) -> list[Record]:
+def _split_at_memory(cols: Columns) -> list[Record]:
     """A table with memory records inside, as the records read one at a time would come: stretch, memory, stretch."""
+    import numpy as np
+
     out: list[Record] = []
     lo = 0
+    # a table only holds memory records once its rows' line numbers are written down
+    numbers = cols.lines if cols.lines is not None else np.arange(
+        cols.first_line, cols.first_line + cols.steps.size, dtype=np.int64)
     for p, mem in (*cols.memory, (int(cols.steps.size), None)):
         if p > lo:
-            lines = cols.lines[lo:p]
+            lines = numbers[lo:p]
             out.append(Record(int(lines[0]), {}, columns=replace(
                 cols, first_line=int(lines[0]), last_line=int(lines[-1]), steps=cols.steps[lo:p],
                 values=tuple(v[lo:p] for v in cols.values), lines=lines, memory=())))

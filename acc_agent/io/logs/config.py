@@ -14,7 +14,6 @@ import ast
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 from acc_agent.errors import AccAgentError
 from acc_agent.io.logs.hf_header import HfRunInfo
@@ -62,7 +61,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _scalar(text: str) -> Any:
+def _scalar(text: str) -> str | int | float | bool | None:
     t = text.strip()
     if t in ("True", "true"):
         return True
@@ -80,7 +79,7 @@ def _scalar(text: str) -> Any:
         return t
 
 
-def flatten(obj: Any, prefix: str = "", out: dict[str, Any] | None = None, depth: int = 0) -> dict[str, Any]:
+def flatten(obj: object, prefix: str = "", out: dict[str, object] | None = None, depth: int = 0) -> dict[str, object]:
     """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; settings nested deeper than 64 levels are not settings."""
     out = {} if out is None else out
     if depth > 64:  # a JSON document nested a thousand deep would exhaust the stack here
@@ -95,7 +94,7 @@ def flatten(obj: Any, prefix: str = "", out: dict[str, Any] | None = None, depth
     return out
 
 
-def _literal(node: ast.AST) -> Any:
+def _literal(node: ast.AST) -> object:
     """A literal or a ``dict(...)`` call; anything else (names, lambdas) is kept as its source text."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
         return {kw.arg: _literal(kw.value) for kw in node.keywords if kw.arg}
@@ -109,9 +108,9 @@ def _literal(node: ast.AST) -> Any:
         return ast.unparse(node)
 
 
-def _python_config(block: str) -> dict[str, Any]:
+def _python_config(block: str) -> dict[str, object]:
     """Top-level ``name = value`` statements of an mmcv config dump, statement by statement."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     # ast.parse raises RecursionError/MemoryError on deeply nested expressions (1+1+...+1, 50,000
     # deep) and ValueError on NUL bytes: each means "not a config statement", like a SyntaxError.
     unreadable = (SyntaxError, ValueError, RecursionError, MemoryError)
@@ -138,7 +137,7 @@ def _python_config(block: str) -> dict[str, Any]:
 MAX_SIDE_JSON_BYTES = 16 << 20
 
 
-def _side_json(path: Path) -> Any:
+def _side_json(path: Path) -> object:
     """A JSON file read next to a log (training_args.json); unreadable or damaged counts as empty.
 
     Why not an error: the log itself was readable and already gives settings; the side file only adds.
@@ -151,7 +150,7 @@ def _side_json(path: Path) -> Any:
         return {}
 
 
-def raw_config_from_log(path: Path) -> tuple[dict[str, Any], str]:
+def raw_config_from_log(path: Path) -> tuple[dict[str, object], str]:
     """Flat ``name -> value`` settings a log states, and where they came from."""
     source = LogSource.open(path)
     sample = source.sample()
@@ -165,7 +164,7 @@ def raw_config_from_log(path: Path) -> tuple[dict[str, Any], str]:
                 flat.update(flatten(_side_json(args_file)))
             return flat, "trainer_state.json fields" + (" + training_args.json" if args_file.is_file() else "")
         return (flatten(doc) if isinstance(doc, dict) else {}), "JSON document"
-    settings: dict[str, Any] = {}
+    settings: dict[str, object] = {}
     where: list[str] = []
     in_args = False
     in_cfg = False
@@ -223,7 +222,7 @@ def raw_config_from_log(path: Path) -> tuple[dict[str, Any], str]:
     return settings, "; ".join(where) or "nothing found"
 
 
-def raw_config_from_file(path: Path) -> tuple[dict[str, Any], str]:
+def raw_config_from_file(path: Path) -> tuple[dict[str, object], str]:
     """A YAML/JSON config file, flattened; other files are read as logs."""
     suffix = path.suffix.lower()
     if suffix in (".yaml", ".yml", ".py") and path.is_file() and path.stat().st_size > MAX_CONFIG_FILE_BYTES:
@@ -244,10 +243,10 @@ def raw_config_from_file(path: Path) -> tuple[dict[str, Any], str]:
     return raw_config_from_log(path)
 
 
-def canonical_config(flat: dict[str, Any]) -> dict[str, tuple[Any, str]]:
+def canonical_config(flat: dict[str, object]) -> dict[str, tuple[object, str]]:
     """``canonical name -> (value, original key)`` for the hyper-parameters that must match."""
     lowered = {k.lower(): (k, v) for k, v in flat.items()}
-    out: dict[str, tuple[Any, str]] = {}
+    out: dict[str, tuple[object, str]] = {}
     for canon, spellings in ALIASES.items():
         for spelling in spellings:
             hit = lowered.get(spelling)

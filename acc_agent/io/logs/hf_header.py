@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias
 
 HEADER_MARK = "***** Running training *****"
 _HEADER = re.compile(
@@ -35,6 +35,8 @@ _HEADER_KEYS = {
 _ARGS_START = re.compile(r"\bTrainingArguments\($")
 _ARG = re.compile(r"^\s*([a-z_][a-z0-9_]*)=(.*?),?\s*$")
 MAX_ARG_LINES = 400
+#: A TrainingArguments value as printed: a flag, None, a number, or anything else kept as its text.
+ArgValue: TypeAlias = str | int | float | bool | None
 
 
 def _number(text: str) -> float | int:
@@ -42,7 +44,7 @@ def _number(text: str) -> float | int:
     return int(value) if value.is_integer() else value
 
 
-def _arg_value(text: str) -> Any:
+def _arg_value(text: str) -> ArgValue:
     t = text.strip()
     if t in ("True", "False"):
         return t == "True"
@@ -59,7 +61,7 @@ class HfRunInfo:
     """Header values and TrainingArguments of one HF run, with the lines they were read from."""
 
     header: dict[str, float | int] = field(default_factory=dict)
-    arguments: dict[str, Any] = field(default_factory=dict)
+    arguments: dict[str, ArgValue] = field(default_factory=dict)
     header_line: int = 0
     arguments_line: int = 0
     _in_args: int = 0
@@ -112,9 +114,9 @@ class HfRunInfo:
             return int(value)
         return None
 
-    def as_config(self) -> dict[str, Any]:
+    def as_config(self) -> dict[str, ArgValue]:
         """Everything stated, TrainingArguments first, header values where the dump is silent."""
-        out: dict[str, Any] = dict(self.arguments)
+        out: dict[str, ArgValue] = dict(self.arguments)
         for key, value in self.header.items():
             out.setdefault(key, value)
         return out

@@ -19,7 +19,6 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from acc_agent.io.logs.base import Record, step_number
 from acc_agent.io.logs.hf_header import HfRunInfo
@@ -36,7 +35,7 @@ class Pending:
     bar_step: int | None
 
 
-def _state_history(log_path: Path) -> list[dict[str, Any]] | None:
+def _state_history(log_path: Path) -> list[dict[str, object]] | None:
     state = log_path.with_name(STATE_NAME)
     if state == log_path or not state.is_file() or state.stat().st_size > MAX_STATE_BYTES:
         return None
@@ -48,7 +47,7 @@ def _state_history(log_path: Path) -> list[dict[str, Any]] | None:
     return [e for e in history if isinstance(e, dict)] if isinstance(history, list) else None
 
 
-def _from_state(train: list[Pending], evals: list[Pending], history: list[dict[str, Any]]) -> bool:
+def _from_state(train: list[Pending], evals: list[Pending], history: list[dict[str, object]]) -> bool:
     """Take steps from trainer_state.json when its train (and eval) entries are the same records."""
     s_train = [e for e in history if "loss" in e and "step" in e and not any(k.startswith("eval_") for k in e)]
     s_eval = [e for e in history if "step" in e and any(k.startswith("eval_") for k in e)]
@@ -76,7 +75,7 @@ def _from_state(train: list[Pending], evals: list[Pending], history: list[dict[s
     return True
 
 
-def _state_step(entry: dict[str, Any]) -> int | None:
+def _state_step(entry: dict[str, object]) -> int | None:
     """An entry's ``step`` as an int, or None when it is not a number a run can have."""
     value = entry.get("step")
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from acc_agent.errors import AccAgentError
 
@@ -206,7 +205,7 @@ class LogSource:
                 break
         return Sample(path=self.path, lines=lines, first_char=first)
 
-    def load_json(self) -> Any:
+    def load_json(self) -> object:
         """The whole file as JSON; a truncated or invalid document is a structured error."""
         if self.size > MAX_JSON_BYTES:
             raise AccAgentError(

@@ -7,8 +7,7 @@ it must not land in the ``loss`` series).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
 
 from acc_agent.io.logs.base import LogFormat, Record, canonical_name, numeric_fields, step_number
 from acc_agent.io.logs.source import LogSource, Sample
@@ -16,7 +15,7 @@ from acc_agent.io.logs.source import LogSource, Sample
 _SUMMARY_KEYS = {"train_runtime", "train_loss", "train_samples_per_second", "train_steps_per_second", "total_flos"}
 
 
-def hf_record(entry: dict[str, Any], line: int, fallback_step: int | None) -> Record | None:
+def hf_record(entry: Mapping[str, object], line: int, fallback_step: int | None) -> Record | None:
     """One ``log_history``/printed dict as a record; shared with the printed-dict parser."""
     numbers = numeric_fields(entry)
     if not numbers:

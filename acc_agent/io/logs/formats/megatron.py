@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from dataclasses import replace
 from itertools import compress, repeat
 from operator import add, getitem, lt
-from typing import Any, cast
+from typing import cast
 
+from acc_agent.io.arrays import FloatArray
 from acc_agent.io.logs.base import LogFormat, Record, canonical_name
 from acc_agent.io.logs.formats.megatron_fast import MIN_ROWS, column_floats, read_columns
 from acc_agent.io.logs.source import LogSource, Sample
@@ -86,13 +87,15 @@ def _memory_names(names: tuple[str, ...]) -> tuple[str, ...]:
     return out
 
 
-def _peaks(values: Any, starts: list[int], np: Any) -> list[list[float]]:
+def _peaks(values: FloatArray, starts: list[int]) -> list[list[float]]:
     """Per group of rows (``starts``: where each begins), field by field the first value unless a
     later one is greater: what merging the ranks' lines one by one keeps.
 
     numpy's maximum is the same where no value is NaN or zero (max(NaN, x) and max(-0.0, 0.0)
     depend on the order there); those groups are merged in Python.
     """
+    import numpy as np
+
     if values.all() and not np.isnan(values).any():
         return cast("list[list[float]]", np.maximum.reduceat(values, starts, axis=0).tolist())
     rows = values.tolist()
@@ -108,7 +111,7 @@ def _peaks(values: Any, starts: list[int], np: Any) -> list[list[float]]:
 _MEMORY_MARK = "memory (MB)"
 
 
-def _memory_table(lines: list[str]) -> tuple[tuple[str, ...], list[int], Any] | None:
+def _memory_table(lines: list[str]) -> tuple[tuple[str, ...], list[int], FloatArray] | None:
     """Memory lines of one layout read together: (memory names, steps, float64 rows), or None.
 
     Every line must hold one ``(after N iterations) memory (MB)`` and, after the first ``|`` that
@@ -152,7 +155,7 @@ def _memory_table(lines: list[str]) -> tuple[tuple[str, ...], list[int], Any] | 
         return None
     values = tokens[1::2]
     try:
-        columns = [column_floats(values[c::k], np) for c in range(k)]
+        columns = [column_floats(values[c::k]) for c in range(k)]
     except ValueError:
         return None
     return _memory_names(names), list(map(int, found)), np.stack(columns, axis=1)
@@ -308,13 +311,11 @@ class _State:
         events: list[tuple[int, Record]] = []
         table = _memory_table([block[i] for i, _ in mem]) if len(mem) >= MIN_ROWS else None
         if table is not None:
-            import numpy as np
-
             mem_names, steps, values = table
             rows_before = [at for _, at in mem]
             # the lines of one step with no row between them merge into one record, as line by line
             starts = [0, *(g for g in range(1, len(mem)) if rows_before[g] != rows_before[g - 1] or steps[g] != steps[g - 1])]
-            for g, (a, b, peak) in enumerate(zip(starts, [*starts[1:], len(mem)], _peaks(values, starts, np), strict=True)):
+            for g, (a, b, peak) in enumerate(zip(starts, [*starts[1:], len(mem)], _peaks(values, starts), strict=True)):
                 group = Record(line=start + mem[a][0], values=_NO_VALUES, step=steps[a], names=mem_names, row=peak, merged=b - a)
                 if g < len(starts) - 1 or rows_before[a] < n:
                     events.append((rows_before[a], group))

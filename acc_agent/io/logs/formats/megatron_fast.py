@@ -18,10 +18,11 @@ import re
 from dataclasses import dataclass
 from itertools import repeat
 from operator import getitem, itemgetter
-from typing import Any, cast
+from typing import cast
 
 import orjson
 
+from acc_agent.io.arrays import FloatArray, Int64Array
 from acc_agent.io.logs.base import Record, canonical_name
 
 MIN_ROWS = 8  # below this the per-line reader is as fast and simpler
@@ -37,14 +38,14 @@ class Columns:
 
     first_line: int
     last_line: int
-    steps: Any  # numpy int64 array
+    steps: Int64Array
     total: int | None
     names: tuple[str, ...]
-    values: tuple[Any, ...]  # numpy float64 arrays, one per name, each as long as ``steps``
+    values: tuple[FloatArray, ...]  # one per name, each as long as ``steps``
     uniform_total: bool = True  # every row declares the same total (else ``total`` is only the last row's)
-    # Rows whose line numbers are not consecutive (other lines were read between them): numpy int64
-    # line numbers, one per row; None when row i is line ``first_line + i``.
-    lines: Any = None
+    # Rows whose line numbers are not consecutive (other lines were read between them): the line
+    # numbers, one per row; None when row i is line ``first_line + i``.
+    lines: Int64Array | None = None
     # Records read between the rows, in file order, as (p, record): the record comes after row p - 1
     # and before row p (0 < p <= len(steps)). Only the ranks' merged memory lines travel this way.
     memory: tuple[tuple[int, Record], ...] = ()
@@ -100,7 +101,7 @@ def _layout(line: str) -> _Layout | None:
     return _LAYOUTS[cache_key]
 
 
-def column_floats(col: list[bytes], np: Any) -> Any:
+def column_floats(col: list[bytes]) -> FloatArray:
     """A column of printed numbers (UTF-8) as float64, or ValueError.
 
     A column that repeats one value all along (loss scale, skipped iterations, batch size) is
@@ -108,11 +109,13 @@ def column_floats(col: list[bytes], np: Any) -> Any:
     """
     first = col[0]
     if col[-1] == first and col.count(first) == len(col):
+        import numpy as np  # imported where used: a short log never pays for numpy
+
         return np.full(len(col), float(first))
-    return _to_floats(col, np)
+    return _to_floats(col)
 
 
-def _to_floats(numbers: list[bytes], np: Any) -> Any:
+def _to_floats(numbers: list[bytes]) -> FloatArray:
     """float64 array of printed numbers (UTF-8), each exactly as float() reads it, or ValueError.
 
     Why not float() of each: it costs about 250 ns a number on a busy machine, a third of the whole
@@ -122,11 +125,15 @@ def _to_floats(numbers: list[bytes], np: Any) -> Any:
     which reads bytes as it reads their ASCII text and refuses other bytes (the caller then reads
     the lines one by one, where float() gets the text).
     """
-    parsed = _json_floats(b",".join(numbers), len(numbers), np)
-    return parsed if parsed is not None else np.array(list(map(float, numbers)), dtype=np.float64)
+    parsed = _json_floats(b",".join(numbers), len(numbers))
+    if parsed is not None:
+        return parsed
+    import numpy as np
+
+    return np.array(list(map(float, numbers)), dtype=np.float64)
 
 
-def _json_floats(inner: bytes, n: int, np: Any) -> Any:
+def _json_floats(inner: bytes, n: int) -> FloatArray | None:
     """``inner`` (n numbers between commas) read as a JSON array, or None where float() must decide."""
     # JSON's numbers are a subset of what float() reads; these characters would let JSON read
     # something float() refuses (strings, true/false/null, nested arrays and objects).
@@ -138,6 +145,8 @@ def _json_floats(inner: bytes, n: int, np: Any) -> Any:
         return None  # nan, inf, 1E400, +1, 007, .5 ...: float() decides
     if len(parsed) != n:
         return None
+    import numpy as np
+
     out = np.array(parsed, dtype=np.float64)
     if b"-" in inner and not out.all() and _MINUS_ZERO.search(inner):
         return None
@@ -170,9 +179,9 @@ def read_columns(lines: list[str], first_line: int, ats: list[int] | None = None
 
     if ats is None:
         ats = list(map(str.find, lines, repeat("iteration ")))
-    parts: list[tuple[Any, int, bool, list[Any]]] = []
+    parts: list[tuple[Int64Array, int, bool, list[FloatArray]]] = []
     for lo in range(0, n, BLOCK_ROWS):
-        part = _read_block(lines[lo : lo + BLOCK_ROWS], ats[lo : lo + BLOCK_ROWS], layout, np)
+        part = _read_block(lines[lo : lo + BLOCK_ROWS], ats[lo : lo + BLOCK_ROWS], layout)
         if part is None:
             return None
         parts.append(part)
@@ -186,7 +195,7 @@ def read_columns(lines: list[str], first_line: int, ats: list[int] | None = None
     return Columns(first_line, first_line + n - 1, steps, total, layout.names, tuple(values), uniform)
 
 
-def _read_block(lines: list[str], ats: list[int], layout: _Layout, np: Any) -> tuple[Any, int, bool, list[Any]] | None:
+def _read_block(lines: list[str], ats: list[int], layout: _Layout) -> tuple[Int64Array, int, bool, list[FloatArray]] | None:
     """(steps, last total, whether every total is that one, value columns) of one block, or None.
 
     Each line is read from its first "iteration " (``ats``, where the per-line reader reads from);
@@ -223,18 +232,18 @@ def _read_block(lines: list[str], ats: list[int], layout: _Layout, np: Any) -> t
     if len(tokens) != n * (2 * k + 2) or b":".join(tokens[1:-1:2]) != layout.keys_of(n):
         return None
     evens = tokens[0::2]  # per row: the header, then the k values
-    header = _read_header(evens[0 :: k + 1], width, np)
+    header = _read_header(evens[0 :: k + 1], width)
     if header is None:
         return None
     steps, last, uniform = header
     try:
-        values = [column_floats(evens[j :: k + 1], np) for j in range(1, k + 1)]
+        values = [column_floats(evens[j :: k + 1]) for j in range(1, k + 1)]
     except ValueError:
         return None
     return steps, last, uniform, values
 
 
-def _read_header(heads: list[bytes], width: int, np: Any) -> tuple[Any, int, bool] | None:
+def _read_header(heads: list[bytes], width: int) -> tuple[Int64Array, int, bool] | None:
     """(steps as int64, last total, whether all totals are that one) from a block's headers, or None.
 
     Each header runs from its line's first "iteration " to the next ``|`` or ``:``; ``width`` is
@@ -252,9 +261,11 @@ def _read_header(heads: list[bytes], width: int, np: Any) -> tuple[Any, int, boo
     # Lines hold no "\n": each header starts with "iteration " and holds no other "iteration".
     if not joined.startswith(b"iteration ") or joined.count(b"\niteration ") != n - 1 or joined.count(b"iteration") != n:
         return None
-    fixed = _fixed_header(joined, n, np)
+    fixed = _fixed_header(joined, n)
     if fixed is not None:
         return fixed
+    import numpy as np
+
     if b"-" not in joined:
         try:  # int64 only when every number is an integer JSON reads as one (at most 19 digits)
             numbers = np.array(orjson.loads(b"[" + joined.replace(b"iteration ", b"").replace(b"/", b",").replace(b"\n", b",-1,") + b"]"))
@@ -279,7 +290,7 @@ def _read_header(heads: list[bytes], width: int, np: Any) -> tuple[Any, int, boo
 _POW10 = [10**i for i in range(18)]
 
 
-def _fixed_header(joined: bytes, n: int, np: Any) -> tuple[Any, int, bool] | None:
+def _fixed_header(joined: bytes, n: int) -> tuple[Int64Array, int, bool] | None:
     """Headers as Megatron prints them, ``iteration {:8d}/{:8d} ``, read as one byte matrix, or None.
 
     ``joined``: n ASCII headers joined with "\\n", each starting with "iteration " and holding no other.
@@ -295,6 +306,8 @@ def _fixed_header(joined: bytes, n: int, np: Any) -> tuple[Any, int, bool] | Non
     raw = joined + b"\n"
     if len(raw) != n * (width + 1):
         return None
+    import numpy as np
+
     rows = np.frombuffer(raw, dtype=np.uint8).reshape(n, width + 1)
     if not ((rows[:, width] == 10).all() and (rows[:, slash] == 47).all()):  # "\n" ends each row, "/" in one column
         return None

@@ -7,7 +7,7 @@ Iteration time is in seconds there; it is converted to ``step_time_ms`` so it co
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TypeGuard
 
 from acc_agent.io.logs.base import LogFormat, Record, canonical_name
 from acc_agent.io.logs.source import LogSource, Sample
@@ -19,7 +19,7 @@ _SCALE = {
 }
 
 
-def _is_golden(doc: Any) -> bool:
+def _is_golden(doc: object) -> TypeGuard[dict[str, object]]:
     return isinstance(doc, dict) and any(
         isinstance(v, dict) and isinstance(v.get("values"), dict) and "start_step" in v for v in doc.values()
     )

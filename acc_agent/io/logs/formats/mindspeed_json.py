@@ -7,7 +7,6 @@ indexed from iteration 1. ``memo info`` has no step, so it becomes a summary rec
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from acc_agent.io.logs.base import LogFormat, Record, canonical_name
 from acc_agent.io.logs.source import LogSource, Sample
@@ -24,7 +23,7 @@ class MindSpeedBaselineJson(LogFormat):
         return 0.0
 
     def parse(self, source: LogSource) -> Iterator[Record]:
-        doc: Any = source.load_json()
+        doc = source.load_json()
         if not isinstance(doc, dict):
             return
         columns: dict[str, list[float]] = {}

@@ -14,13 +14,22 @@ is read file by file in name order, which is time order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from acc_agent.errors import AccAgentError
+from acc_agent.io.arrays import Array
 from acc_agent.io.logs.base import LogFormat, Record, canonical_name
 from acc_agent.io.logs.source import LogSource, Sample
+
+if TYPE_CHECKING:  # tensorboard is optional: imported for real only when an event file is read
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.compat.proto.tensor_pb2 import TensorProto
+
+#: ``tensor_util.make_ndarray``: a tensor summary's protocol buffer as a numpy array.
+MakeNdarray: TypeAlias = "Callable[[TensorProto], Array]"
 
 EVENT_MARK = ".tfevents."
 _EVAL_PARTS = {"eval", "val", "valid", "validation", "test"}
@@ -54,7 +63,7 @@ def tag_name(tag: str) -> str:
     return base
 
 
-def _loader() -> Any:
+def _loader() -> tuple[type[EventFileLoader], MakeNdarray]:
     try:
         from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
         from tensorboard.util import tensor_util
@@ -64,10 +73,10 @@ def _loader() -> Any:
             "reading TensorBoard event files needs the 'tensorboard' package, which is not installed",
             hint="pip install 'acc-agent[tensorboard]' (or: pip install tensorboard), or export the scalars to CSV.",
         ) from None
-    return EventFileLoader, tensor_util
+    return EventFileLoader, tensor_util.make_ndarray
 
 
-def _scalar(value: Any, tensor_util: Any) -> float | None:
+def _scalar(value: Summary.Value, make_ndarray: MakeNdarray) -> float | None:
     """The number a summary value holds, if it is a scalar (images, histograms, text are skipped)."""
     if value.HasField("tensor"):
         # Only a one-element tensor is a scalar. Checked on the shape first: make_ndarray fills the
@@ -77,7 +86,7 @@ def _scalar(value: Any, tensor_util: Any) -> float | None:
         if any(d != 1 for d in dims):
             return None
         try:
-            arr = tensor_util.make_ndarray(value.tensor)
+            arr = make_ndarray(value.tensor)
         except (ValueError, TypeError):
             return None
         if arr.size != 1 or arr.dtype.kind not in "fiub":
@@ -98,11 +107,12 @@ class TensorBoardEvents(LogFormat):
         return 1.0 if EVENT_MARK in sample.path.name else 0.0
 
     def parse(self, source: LogSource) -> Iterator[Record]:
-        loader_cls, tensor_util = _loader()
+        loader_cls, make_ndarray = _loader()
         for path in event_files(source.path):
-            yield from self._read(path, loader_cls, tensor_util, source)
+            yield from self._read(path, loader_cls, make_ndarray, source)
 
-    def _read(self, path: Path, loader_cls: Any, tensor_util: Any, source: LogSource) -> Iterator[Record]:
+    def _read(self, path: Path, loader_cls: type[EventFileLoader], make_ndarray: MakeNdarray,
+              source: LogSource) -> Iterator[Record]:
         step: int | None = None
         pending: dict[str, float] = {}
         evals: dict[str, float] = {}
@@ -112,7 +122,7 @@ class TensorBoardEvents(LogFormat):
                 if not event.HasField("summary"):
                     continue
                 for value in event.summary.value:
-                    number = _scalar(value, tensor_util)
+                    number = _scalar(value, make_ndarray)
                     if number is None:
                         continue
                     name = tag_name(value.tag)
