@@ -72,3 +72,26 @@ def test_every_string_has_both_languages() -> None:
     for key, value in STRINGS.items():
         assert set(value) == {"en", "zh"} and all(value.values()), key
         assert value["en"].count("{") == value["zh"].count("{"), key  # same placeholders
+
+
+def test_writing_the_reports_runs_no_tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every plot and cell comes from the workflow's results: once they exist, no tool runs again."""
+    import shutil
+
+    from acc_agent.app.report import render_all
+    from acc_agent.app.workflow import run_workflow
+    from acc_agent.io.project_file import load_project
+    from acc_agent.resources import demo_project_dir
+    from acc_agent.tools.spec import ToolSpec
+
+    project_dir = tmp_path / "demo"
+    shutil.copytree(demo_project_dir(), project_dir)
+    wf = run_workflow(load_project(project_dir / "mig.yaml"))
+
+    def refuse(self: ToolSpec, arguments: object) -> None:
+        raise AssertionError(f"{self.name} ran while the reports were written")
+
+    monkeypatch.setattr(ToolSpec, "run", refuse)
+    result = render_all(wf, tmp_path / "out", "en", with_plots=True)
+    assert result.plots.get("loss_curves") == "plots/loss_curves.png" and not result.plot_notes
+    assert _png(tmp_path / "out" / "plots" / "loss_curves.png")

@@ -1,8 +1,8 @@
 """Write the four documents and their plots for one language from one workflow result.
 
-Why in the application layer: the loss-curve plot is compare_loss_curves' own drawing (io/curve_plot.py),
-so making it means running that tool on the project's logs; the renderer only reads results already
-computed. Here the tool draws its plot, the renderer draws the others from the results, and the
+Why in the application layer: the loss-curve plot is compare_loss_curves' own drawing, made while the
+workflow ran it (into acc-agent's folder beside mig.yaml), and is copied here next to the documents;
+the renderer draws the other plots from the results already computed. No tool runs again: the
 documents, which link the plots, are written last, each safely.
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from acc_agent.errors import AccAgentError
+from acc_agent.atomic import atomic_write
+from acc_agent.models.training import CompareLossCurvesOutput
 from acc_agent.models.workflow import WorkflowResult
 from acc_agent.render.deliverables import config_from, finish, render_text
 from acc_agent.render.files import WriteReport, commit
-from acc_agent.tools.spec import skill_tool
 
 
 @dataclass
@@ -29,23 +29,23 @@ class RenderResult:
     placeholders: list[tuple[str, int, str]] = field(default_factory=list)
 
 
-def draw_loss_curves(wf: WorkflowResult, path: Path) -> tuple[bool, str]:
-    """Ask compare_loss_curves (which owns io/curve_plot.py) to draw the curves it compared."""
+def copy_loss_curves(wf: WorkflowResult, path: Path) -> tuple[bool, str]:
+    """The curves compare_loss_curves drew while the workflow ran, copied to ``path``; no tool runs here."""
     lc = wf.get("loss_curves")
     if not lc.ok:
         return False, f"loss-curve plot skipped: {lc.reason}"
-    p = wf.project
+    out = lc.output_as(CompareLossCurvesOutput)
+    drawn = Path(out.plot_path) if out is not None and out.plot_path else None
+    if drawn is None or not drawn.is_file():
+        why = (out.plot_note if out is not None else None) or "compare_loss_curves drew no plot for this result"
+        return False, f"loss-curve plot skipped: {why.removeprefix('plot not written: ')}"
     try:
-        spec = skill_tool("compare_loss_curves")
-        if spec is None or "plot" not in spec.input_model.model_fields:
-            return False, "loss-curve plot skipped: compare_loss_curves cannot draw plots in this installation"
-        logs = (str(p.resolve(p.artefacts.baseline_log)), str(p.resolve(p.artefacts.target_log)))
-        spec.run({**dict(zip(spec.positional, logs, strict=False)), "plot": str(path)})
-    except AccAgentError as err:
-        return False, f"loss-curve plot skipped: {err.message}"
-    except Exception as exc:  # the documents must still be written
-        return False, f"loss-curve plot skipped: {type(exc).__name__}: {exc}"
-    return path.is_file(), "" if path.is_file() else "loss-curve plot skipped: no file written"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(path, "wb") as fh:
+            fh.write(drawn.read_bytes())
+    except OSError as exc:
+        return False, f"loss-curve plot skipped: {exc}"
+    return True, ""
 
 
 def _plots(wf: WorkflowResult, out_dir: Path) -> tuple[dict[str, str], list[str]]:
@@ -55,7 +55,7 @@ def _plots(wf: WorkflowResult, out_dir: Path) -> tuple[dict[str, str], list[str]
     (out_dir / "plots").mkdir(parents=True, exist_ok=True)
     links: dict[str, str] = {}
     notes: list[str] = []
-    drawn, note = draw_loss_curves(wf, out_dir / "plots" / "loss_curves.png")
+    drawn, note = copy_loss_curves(wf, out_dir / "plots" / "loss_curves.png")
     if drawn:
         links["loss_curves"] = "plots/loss_curves.png"
     elif note:

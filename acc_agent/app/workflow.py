@@ -65,8 +65,10 @@ def plans(project: Project) -> list[SkillPlan]:
         sr_opts["window"] = t.short_run_window
     out.append(SkillPlan("short_run", "judge_short_run", [_rel(project, a.target_log)], sr_opts,
                          {"target_log": a.target_log}))
+    # the tool draws its plot while it compares, once; the reports copy it (LOSS_CURVES_PLOT)
     out.append(SkillPlan("loss_curves", "compare_loss_curves",
-                         [_rel(project, a.baseline_log), _rel(project, a.target_log)], {},
+                         [_rel(project, a.baseline_log), _rel(project, a.target_log)],
+                         {"plot": str(loss_curves_plot(project))},
                          {"baseline_log": a.baseline_log, "target_log": a.target_log}))
     out.append(SkillPlan("golden", "compare_tensors",
                          [_rel(project, a.golden_outputs), _rel(project, a.target_outputs)],
@@ -94,7 +96,13 @@ def plans(project: Project) -> list[SkillPlan]:
 
 
 #: Options the reports need (e.g. every dump row for the per-layer plot) but a person re-running the tool does not.
-NOT_SHOWN = frozenset({"all_rows", "record_file"})
+NOT_SHOWN = frozenset({"all_rows", "record_file", "plot"})
+
+
+def loss_curves_plot(project: Project) -> Path:
+    """Where compare_loss_curves draws the project's curves during the workflow (beside mig.yaml, in
+    acc-agent's own folder, like the short-run record); the reports copy it next to the documents."""
+    return project.base_dir / ".acc-agent" / "plots" / "loss_curves.png"
 
 
 def command_line(plan: SkillPlan, base_dir: Path | None = None) -> str:
