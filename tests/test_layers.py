@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pkgutil
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 import acc_agent
 

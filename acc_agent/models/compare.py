@@ -178,7 +178,7 @@ class DumpRow(TensorMetrics):
     # No return annotation on purpose: pydantic would then derive the serialization JSON schema
     # (the MCP output schema) from it instead of from the fields.
     @model_serializer(mode="wrap")
-    def _compact(self, handler):  # type: ignore[no-untyped-def]
+    def _compact(self, handler):
         """Each kind of row leaves out the other kind's fields it has no value for.
 
         The inline result is sized for an agent (~20 KB for the worst rows): a tensor row's sixteen

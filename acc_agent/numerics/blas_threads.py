@@ -67,7 +67,7 @@ def numpy_blas_controlled() -> bool:
         try:
             import numpy as np
 
-            blas = str(np.__config__.CONFIG["Build Dependencies"]["blas"]["name"])  # type: ignore[attr-defined]
+            blas = str(np.__config__.CONFIG["Build Dependencies"]["blas"]["name"])
         except Exception:  # noqa: BLE001 - an unknown build: assume no control
             blas = ""
         _CONTROLLED = "openblas" in blas.lower() and bool(_openblas())

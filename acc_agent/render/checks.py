@@ -377,7 +377,7 @@ def consistency(docs: dict[str, Parsed]) -> tuple[list[MatrixRow], list[Problem]
         values: dict[str, str | None] = {}
         for place in places:
             doc, section, key = place[0], place[1], place[2]
-            col = place[3] if len(place) > 3 else 1  # type: ignore[misc]
+            col = place[3] if len(place) > 3 else 1
             if doc in docs:
                 name = doc if doc not in values else f"{doc} §{section}"
                 values[name] = _fact(docs[doc], section, key, col)

@@ -608,7 +608,7 @@ def _float_texts(x: npt.NDArray[np.float64], suffix: str = "") -> list[str]:
     out[nonzero] = np.array(texts, dtype=object)[inverse]
     out[zero & np.signbit(x)] = "-0.0" + suffix
     out[zero & ~np.signbit(x)] = "0.0" + suffix
-    return out.tolist()  # type: ignore[no-any-return]
+    return out.tolist()
 
 
 #: Where orjson prints a float exactly as Python's repr does: both give the shortest round-trip
@@ -635,7 +635,7 @@ def float_reprs(x: npt.NDArray[np.float64]) -> list[str]:
     if len(outside):
         fixed = np.array(texts, dtype=object)
         fixed[outside] = list(map(repr, x[outside].tolist()))  # both loops in C
-        return fixed.tolist()  # type: ignore[no-any-return]
+        return fixed.tolist()
     return texts
 
 

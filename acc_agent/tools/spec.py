@@ -108,7 +108,7 @@ class ToolSpec:
             params = arguments
         else:
             try:
-                params = self.input_model.model_validate(dict(arguments))  # type: ignore[arg-type]
+                params = self.input_model.model_validate(dict(arguments))
             except ValidationError as exc:
                 raise from_validation_error(exc, self.name, self.input_model) from None
         return self.func(params)

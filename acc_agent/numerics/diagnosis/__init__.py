@@ -23,7 +23,7 @@ beyond precision → ``no_layer_fault``.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acc_agent.frontend import option
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, InputTransform
@@ -203,7 +203,7 @@ def _growth(final: Tensor | None, t: Tensor) -> float | None:
 
 
 def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump | None, target: Dump | None,
-                    use_bench: bool, direction: str, base: dict[str, Any]) -> tuple[FirstDivergence, Diagnosis]:
+                    use_bench: bool, direction: str, base: explain.JudgementFields) -> tuple[FirstDivergence, Diagnosis]:
     t, node = f.tensor, f.node
     difference = None
     measured = probes.probe(node, golden, target, t.m.dtype) if f.enters == "operator" else None
@@ -313,7 +313,7 @@ def _transforms(rows: list[Tensor], golden: Dump | None, target: Dump | None, *,
 
 
 def _input_mismatch(f: Finding, golden: Dump | None, target: Dump | None,
-                    base: dict[str, Any]) -> tuple[FirstDivergence, Diagnosis]:
+                    base: explain.JudgementFields) -> tuple[FirstDivergence, Diagnosis]:
     t = f.tensor
     transforms = _transforms([t], golden, target, input_side=True)
     fd = FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=explain.metrics(t),

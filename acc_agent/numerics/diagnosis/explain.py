@@ -7,7 +7,8 @@ how it differs when that was tested on the data, the pass (forward/backward) and
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+import typing
+from typing import TYPE_CHECKING, Literal, TypedDict, get_args
 
 from acc_agent.frontend import option
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, InputTransform, LayerGrowth
@@ -16,6 +17,10 @@ from acc_agent.numerics.diagnosis import advice
 from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor
 from acc_agent.numerics.diagnosis.localise import Finding
 from acc_agent.numerics.diagnosis.probes import Probe
+
+JudgedAgainst = Literal["bench", "dtype_budget"]
+PassWalked = Literal["forward", "backward"]
+ComparedBy = Literal["tensor", "statistics", "md5", "mixed", "none"]
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -54,7 +59,7 @@ def metrics(t: Tensor | None) -> dict[str, float | None]:
     return out
 
 
-def judgement_note(use_bench: bool, dtypes: set[str], compared_by: str) -> tuple[str, str]:
+def judgement_note(use_bench: bool, dtypes: set[str], compared_by: str) -> tuple[JudgedAgainst, str]:
     stats = "" if compared_by == "tensor" else (
         " Statistics-only rows are judged on Max/Min/Mean/Norm: a change that keeps them (a reordering) is "
         "only seen through md5, and small faults are seen less sharply than with tensor data.")
@@ -126,12 +131,33 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
             "within precision")
 
 
-def base_fields(use_bench: bool, tensors: list[Tensor], direction: str, compared_by: str) -> dict[str, Any]:
+class JudgementFields(TypedDict):
+    """The fields every diagnosis of one pass carries: what its rows were judged on, and how many."""
+
+    judged_against: JudgedAgainst
+    judgement_note: str
+    rows_beyond_precision: int
+    rows_judged: int
+    pass_walked: PassWalked
+    compared_by: ComparedBy
+
+
+def base_fields(use_bench: bool, tensors: list[Tensor], direction: str, compared_by: str) -> JudgementFields:
     against, note = judgement_note(use_bench, {t.m.dtype for t in tensors if t.m.dtype}, compared_by)
     counted = [t for t in tensors if t.judged]
+    if direction not in ("forward", "backward"):
+        raise ValueError(f"unknown pass {direction!r}")
     return {"judged_against": against, "judgement_note": note,
             "rows_beyond_precision": sum(1 for t in counted if t.beyond), "rows_judged": len(counted),
-            "pass_walked": direction, "compared_by": compared_by}
+            "pass_walked": "backward" if direction == "backward" else "forward",
+            "compared_by": _compared_by(compared_by)}
+
+
+def _compared_by(value: str) -> ComparedBy:
+    for known in get_args(ComparedBy):
+        if value == known:
+            return typing.cast(ComparedBy, known)
+    raise ValueError(f"unknown comparison basis {value!r}")
 
 
 def operator_actions(node: Node, f: Finding, difference: str | None, probe: Probe | None = None,
@@ -174,7 +200,7 @@ def operator_actions(node: Node, f: Finding, difference: str | None, probe: Prob
 
 
 def accumulation(start: Tensor, final: Tensor | None, growth: float, graph: Graph, direction: str,
-                 base: dict[str, Any]) -> Diagnosis:
+                 base: JudgementFields) -> Diagnosis:
     layers: list[LayerGrowth] = []
     for node in graph.nodes:
         if not node.computing or node.pos < (start.node.pos if start.node else 0):
@@ -206,7 +232,7 @@ def accumulation(start: Tensor, final: Tensor | None, growth: float, graph: Grap
 
 
 def layer_mismatch(t: Tensor, final: Tensor | None, transforms: list[InputTransform], consumers_agree: bool,
-                   base: dict[str, Any]) -> tuple[FirstDivergence, Diagnosis]:
+                   base: JudgementFields) -> tuple[FirstDivergence, Diagnosis]:
     why = ("the next calls that take this tensor received the golden data" if consumers_agree else
            "the network's final outputs agree")
     fd = FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=metrics(t),
