@@ -8,67 +8,29 @@ remain, so they can tell the engineer what to run next.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Literal
-
-from pydantic import Field
+from typing import Literal
 
 from acc_agent import frontend
-from acc_agent.models.common import Evidence, Model, ToolInput, ToolOutput
+from acc_agent.models.common import Evidence
+from acc_agent.models.deliverables import Gap, RenderDeliverablesInput, RenderDeliverablesOutput, WrittenFile
 from acc_agent.models.project import Project
 from acc_agent.models.workflow import OptionValue
-from acc_agent.text_safety import terminal_lines
+from acc_agent.text_columns import Column, Table, labelled, render
 from acc_agent.tools.spec import skill_tool, tool
 
-
-class RenderDeliverablesInput(ToolInput):
-    config: str = Field(description="The project's mig.yaml, or its folder (init_project writes it).")
-    out: str = Field(default="", description="Folder for the documents. Default: the folder of mig.yaml.")
-    lang: Literal["en", "zh"] = Field(default="en", description="Language of the documents.")
-    plots: bool = Field(default=True, description="Also write PNG plots. Loss curves, per-layer errors, latency.")
-
-
-class WrittenFile(Model):
-    path: str
-    written: bool = Field(description="False when the file already had exactly this content.")
-    kept_blocks: list[str] = Field(default_factory=list, description="Human-owned blocks carried over.")
-    backup: str | None = Field(default=None, description="Backup of a file edited by hand outside kept blocks.")
-
-
-class Gap(Model):
-    slot: str
-    tool: str
-    reason: str
-    command: str
-
-
-class RenderDeliverablesOutput(ToolOutput):
-    failing_verdicts: ClassVar[frozenset[str]] = frozenset({"check_failed"})
-
-    verdict: Literal["complete", "with_gaps", "check_failed"] = Field(
-        description="complete: every skill result present and every hand-written part written; with_gaps: some "
-                    "sections say N/A with the command that fills them, or a hand-written part still holds its "
-                    "placeholder; check_failed: the rendered markdown failed a check.")
-    out_dir: str
-    lang: str
-    files: list[WrittenFile] = Field(default_factory=list)
-    plots: list[str] = Field(default_factory=list)
-    plot_notes: list[str] = Field(default_factory=list)
-    gaps: list[Gap] = Field(default_factory=list)
-    problems: list[str] = Field(default_factory=list, description="Markdown and consistency check failures.")
+#: One line per document: written or unchanged, and where hand edits were backed up.
+_FILE_LINES = Table[WrittenFile]([
+    Column(lambda f: f"{'wrote' if f.written else 'unchanged'} {f.path}"),
+    Column(lambda f: f"(hand edits backed up to {f.backup})" if f.backup else None),
+])
+_PLOT_LINES = Table[str]([Column(lambda path: f"plot {path}")])
+#: One line per gap: the slot, why it is empty and the command that fills it.
+_GAP_LINES = Table[Gap]([Column(lambda g: f"gap {g.slot}: {g.reason} -> {g.command}")])
 
 
 def render_text(out: RenderDeliverablesOutput) -> str:
-    lines = [f"[{out.verdict}] {out.summary}"]
-    for f in out.files:
-        extra = f" (hand edits backed up to {f.backup})" if f.backup else ""
-        lines.append(f"  {'wrote' if f.written else 'unchanged'} {f.path}{extra}")
-    for p in out.plots:
-        lines.append(f"  plot {p}")
-    lines += [f"  note: {n}" for n in out.plot_notes]
-    for g in out.gaps:
-        lines.append(f"  gap {g.slot}: {g.reason} -> {g.command}")
-    lines += [f"  problem: {p}" for p in out.problems]
-    return terminal_lines(lines)
+    return render(out, _FILE_LINES.lines(out.files), _PLOT_LINES.lines(out.plots), labelled("note", out.plot_notes),
+                  _GAP_LINES.lines(out.gaps), labelled("problem", out.problems))
 
 
 def _calls(project: Project) -> dict[str, str]:
