@@ -79,7 +79,7 @@ def render_deliverables(params: RenderDeliverablesInput) -> RenderDeliverablesOu
     config = config / "mig.yaml" if config.is_dir() else config
     project = load_project(config)
     out_dir = Path(params.out) if params.out else project.base_dir
-    wf = run_workflow(project)
+    wf = run_workflow(project, plots=params.plots)
     try:
         res = render_all(wf, out_dir, params.lang, with_plots=params.plots, config_path=config)
     except OSError as exc:

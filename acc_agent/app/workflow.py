@@ -37,7 +37,7 @@ def _rel(project: Project, value: str) -> str:
     return str(path) if path is not None else ""
 
 
-def plans(project: Project) -> list[SkillPlan]:
+def plans(project: Project, *, plots: bool = True) -> list[SkillPlan]:
     """The skill runs the deliverables need, in the order a migration engineer would run them."""
     a = project.artefacts
     t = project.thresholds
@@ -68,7 +68,7 @@ def plans(project: Project) -> list[SkillPlan]:
     # the tool draws its plot while it compares, once; the reports copy it (LOSS_CURVES_PLOT)
     out.append(SkillPlan("loss_curves", "compare_loss_curves",
                          [_rel(project, a.baseline_log), _rel(project, a.target_log)],
-                         {"plot": str(loss_curves_plot(project))},
+                         {"plot": str(loss_curves_plot(project))} if plots else {},
                          {"baseline_log": a.baseline_log, "target_log": a.target_log}))
     out.append(SkillPlan("golden", "compare_tensors",
                          [_rel(project, a.golden_outputs), _rel(project, a.target_outputs)],
@@ -240,10 +240,14 @@ def read_perf_file(project: Project, key: Literal["baseline_perf", "target_perf"
     return SkillResult(key, "measure_performance", "saved", cmd, output=model, source=rel)
 
 
-def run_workflow(project: Project, progress: Callable[[str], None] | None = None) -> WorkflowResult:
-    """Every slot, run or explained; never raises for a missing or failing skill."""
+def run_workflow(project: Project, progress: Callable[[str], None] | None = None, *,
+                 plots: bool = True) -> WorkflowResult:
+    """Every slot, run or explained; never raises for a missing or failing skill.
+
+    ``plots``: compare_loss_curves also draws its plot (which the reports then copy); a run whose
+    documents carry no plots, or a check, leaves it out."""
     results: dict[str, SkillResult] = {}
-    for plan in plans(project):
+    for plan in plans(project, plots=plots):
         if progress is not None:
             progress(f"{plan.slot}: {plan.tool}")
         results[plan.slot] = run_plan(project, plan)
