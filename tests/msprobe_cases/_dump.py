@@ -454,6 +454,69 @@ def layer_norm_eps(out: Tensor, _index: int, x: Tensor, shape: Any, weight: Any 
     return ORIGINAL["layer_norm"](x, shape, weight, bias, 1e-3)
 
 
+def _bn_init(bn: nn.BatchNorm2d, seed: int) -> None:
+    n = bn.num_features
+    with torch.no_grad():
+        bn.running_mean.copy_(0.2 * torch.randn(n, generator=_gen(seed)))
+        bn.running_var.copy_(0.5 + torch.rand(n, generator=_gen(seed + 1)))
+        bn.weight.copy_(1.0 + 0.1 * torch.randn(n, generator=_gen(seed + 2)))
+        bn.bias.copy_(0.1 * torch.randn(n, generator=_gen(seed + 3)))
+
+
+class ResBlock(nn.Module):
+    """conv-bn-relu-conv-bn plus the identity, relu (no conv bias: the BatchNorm's carries it)."""
+
+    def __init__(self, channels: int = 8, seed: int = 60) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+        _bn_init(self.bn1, seed)
+        _bn_init(self.bn2, seed + 4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(h)) + x)
+
+
+class ResNet(nn.Module):
+    """stem conv 3->8, two residual blocks, global average pool, linear 8->5."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.blocks = nn.Sequential(ResBlock(seed=60), ResBlock(seed=60))
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.blocks(F.relu(self.stem(x)))
+        return self.fc(F.adaptive_avg_pool2d(h, 1).flatten(1))
+
+
+def make_half_weight_grad_linear() -> type[torch.autograd.Function]:
+    """``F.linear`` whose backward halves the WEIGHT gradient only; its forward and input gradient are exact.
+
+    aten ops only, so msprobe records the call as ``Functional.linear.N`` and nothing inside it.
+    """
+    aten = torch.ops.aten
+
+    class HalfWeightGradLinear(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, bias: Tensor, x: Tensor, weight_t: Tensor) -> Tensor:
+            ctx.save_for_backward(x, weight_t)
+            return aten.addmm.default(bias, x, weight_t)
+
+        @staticmethod
+        def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+            x, weight_t = ctx.saved_tensors
+            grad_x = aten.mm.default(grad, aten.t.default(weight_t))
+            grad_weight_t = aten.mul.Tensor(aten.mm.default(aten.t.default(x), grad), 0.5)
+            return aten.sum.dim_IntList(grad, [0]), grad_x, grad_weight_t
+
+    return HalfWeightGradLinear
+
+
 # --------------------------------------------------------------------------- case builders
 
 
@@ -619,6 +682,23 @@ def _layernorm_eps(side: str) -> Plan:
     return Plan(_forward(model, 0.05 * _x((4, 16))))
 
 
+def _bf16_resnet_clean(side: str) -> Plan:
+    model = ResNet().eval()
+    x = _x((2, 3, 8, 8), seed=5)
+    if side != "golden":
+        model.to(torch.bfloat16)
+        x = x.to(torch.bfloat16)
+    return Plan(_train_step(model, x), task="statistics")
+
+
+def _weight_grad_half(side: str) -> Plan:
+    model = MLP((10, 20, 20, 4))
+    if side == "target":
+        function = make_half_weight_grad_linear()
+        patch_calls("linear", {1}, lambda out, _i, x, w, b=None: function.apply(b, x, torch.ops.aten.t.default(w)))
+    return Plan(_train_step(model, _x((5, 10))))
+
+
 def _statistics(plan: Plan) -> Plan:
     """The same run dumped with msprobe's default task (statistics only: Max/Min/Mean/Norm per tensor)."""
     plan.task = "statistics"
@@ -651,6 +731,8 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_mask_off_by_one": lambda side, rank: _statistics(_mask_off_by_one(side)),
     "stats_backward_custom": lambda side, rank: _statistics(_backward_custom(side)),
     "stats_two_ranks": lambda side, rank: _statistics(_two_ranks(side, rank)),
+    "bf16_resnet_clean_stats": lambda side, rank: _bf16_resnet_clean(side),
+    "weight_grad_half": lambda side, rank: _weight_grad_half(side),
 }
 
 

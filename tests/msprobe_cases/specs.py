@@ -153,6 +153,12 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
     CaseSpec("stats_backward_custom", "Same models and fault as `backward_custom` (ScaledTanh.backward x1.5 on "
              "every other element, forward bit-identical), dumped with task statistics.", "operator_fault",
              "Functional.linear.1.backward", pass_="backward", differing_inputs=("input.0",)),
+    CaseSpec("weight_grad_half", "MLP 10-20-20-4 (linear, gelu), forward + backward, fp32, L1 tensor. The "
+             "target's second F.linear is an autograd.Function whose backward halves the WEIGHT gradient only "
+             "(forward and input gradient exact, aten ops so msprobe records nothing inside). Only the optimizer "
+             "reads a weight gradient, so 'the final outputs agree' says nothing about it: the answer is the "
+             "backward call, not a layer mismatch.", "operator_fault", "Functional.linear.1.backward",
+             pass_="backward", differing_inputs=()),
     CaseSpec("stats_two_ranks", "Same models and fault as `two_ranks` (rank 1's gelu adds 1.0 to every 5th "
              "element), dumped with task statistics on both ranks.", "operator_fault", "Functional.gelu.0.forward",
              pass_="forward", rank="rank1", world_size=2, other_rank_first_diff="Distributed.all_reduce.0.forward"),

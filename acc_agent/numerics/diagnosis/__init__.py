@@ -156,11 +156,14 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
     if finding.enters == "data_input":
         return _input_mismatch(finding, golden, target, base)
     t = finding.tensor
-    ends = dead_end(t, graph) if finding.enters in ("operator", "overflow") else None
+    # a parameter's gradient goes to the optimizer, not to a later call: that nothing after it is wrong
+    # says nothing about it, so it is never a "mismatch the network did not feel"
+    gradient = id(t) in graph.parameter_gradients()
+    ends = dead_end(t, graph) if finding.enters in ("operator", "overflow") and not gradient else None
     if finding.enters == "overflow" and ends is True:
         return explain.layer_mismatch(t, final, [], True, base)
     if finding.enters == "operator":
-        if t.gross and (ends is True or (ends is None and _final_agrees(final) and final is not t)):
+        if t.gross and not gradient and (ends is True or (ends is None and _final_agrees(final) and final is not t)):
             transforms = _transforms([t], golden, target, input_side=False)
             return explain.layer_mismatch(t, final, transforms, ends is True, base)
         if not use_bench and not t.gross and _final_agrees(final) and final is not t and compared_by == "tensor":

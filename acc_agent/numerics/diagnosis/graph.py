@@ -168,6 +168,21 @@ class Graph:
     def consumers(self, t: Tensor) -> list[Tensor]:
         return [x for x in self.tensors if x.producer is t]
 
+    def parameter_gradients(self) -> set[int]:
+        """``id``s of the tensors that are gradients of a parameter: the optimizer, not a later call, reads them.
+
+        A ``parameters_grad`` entry is one; so is a backward call's output other than its first (the
+        gradient of the data input) that no later backward call takes, such as a linear's weight and bias
+        gradients or a norm layer's. Such a gradient is a sum over every sample and position whose terms
+        cancel, so rounding moves it far more than one operator's budget, and "nothing downstream is
+        wrong" says nothing about it.
+        """
+        consumed = {id(x.producer) for x in self.tensors if x.producer is not None}
+        return {id(t) for t in self.tensors
+                if t.role == "parameter_grad"
+                or (t.direction == "backward" and t.role == "output" and t.arg != "output.0"
+                    and t.arg.startswith("output.") and id(t) not in consumed)}
+
 
 # --------------------------------------------------------------------------- building
 

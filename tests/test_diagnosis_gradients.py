@@ -1,0 +1,45 @@
+"""Parameter gradients in a real msprobe dump: rounding in them is not a fault, a wrong one is not a "mismatch".
+
+A weight or bias gradient is a sum over every sample and position whose terms cancel, and only the
+optimizer reads it. So (1) in a clean bf16 run its statistics move more than one operator's budget
+(about 7 % for a BatchNorm weight gradient) and must not be blamed, and (2) when a gradient kernel
+really is wrong, "the network's final outputs agree" says nothing about it: the answer names the
+backward call as an operator fault. Case (2) is ``weight_grad_half`` in tests/msprobe_cases (run by
+test_diagnosis_msprobe.py); case (1) is dumped here, since the generator's clean-case check wants
+tensor data and this one is msprobe's default statistics dump.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("msprobe")
+
+from msprobe_cases import _run_side  # noqa: E402
+
+from acc_agent.models.compare import CompareDumpsOutput  # noqa: E402
+from acc_agent.registry import call_tool  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def resnet_bf16_clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("resnet_bf16_clean")
+    for side in ("golden", "target"):
+        _run_side("bf16_resnet_clean_stats", side, root / side, world_size=1)
+    return root
+
+
+def test_clean_bf16_backward_statistics_is_no_fault(resnet_bf16_clean: Path) -> None:
+    out = call_tool("compare_dumps", {"golden": str(resnet_bf16_clean / "golden" / "dump"),
+                                      "target": str(resnet_bf16_clean / "target" / "dump"),
+                                      "csv": str(resnet_bf16_clean / "rows.csv"), "all_rows": True})
+    assert isinstance(out, CompareDumpsOutput)
+    assert out.diagnosis is not None and out.diagnosis.compared_by == "statistics"
+    assert out.diagnosis.category == "no_layer_fault", (out.first_divergence, out.diagnosis.explanation)
+    assert out.first_divergence is None
+    # the case exercises what it is about: backward rows were judged, BatchNorm weight gradients among them
+    assert out.diagnosis.rows_judged > 0
+    assert any(".backward.output.1" in r.name and "batch_norm" in r.name for r in out.rows)
