@@ -158,7 +158,7 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
     t = finding.tensor
     # a parameter's gradient goes to the optimizer, not to a later call: that nothing after it is wrong
     # says nothing about it, so it is never a "mismatch the network did not feel"
-    gradient = id(t) in graph.parameter_gradients()
+    gradient = id(t) in graph.parameter_gradients
     ends = dead_end(t, graph) if finding.enters in ("operator", "overflow") and not gradient else None
     if finding.enters == "overflow" and ends is True:
         return explain.layer_mismatch(t, final, [], True, base)

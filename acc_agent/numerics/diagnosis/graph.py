@@ -15,6 +15,7 @@ module paths otherwise. Only innermost calls ("computing" nodes) produce outputs
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import operator
@@ -168,6 +169,7 @@ class Graph:
     def consumers(self, t: Tensor) -> list[Tensor]:
         return [x for x in self.tensors if x.producer is t]
 
+    @functools.cached_property
     def parameter_gradients(self) -> set[int]:
         """``id``s of the tensors that are gradients of a parameter: the optimizer, not a later call, reads them.
 

@@ -57,7 +57,7 @@ def _ratio(err: float, allowed: float) -> float:
 def judge(graph: Graph, use_bench: bool) -> None:
     """Set ``excess`` and ``gross`` on every measured tensor, in execution order."""
     upstream = {"forward": 0.0, "backward": 0.0}
-    gradients = graph.parameter_gradients()
+    gradients = graph.parameter_gradients
     for t in graph.tensors:
         err = t.err
         if err is None:
