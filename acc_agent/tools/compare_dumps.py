@@ -138,19 +138,45 @@ def render_text(out: CompareDumpsOutput) -> str:
     return render(out, found, _table_lines(columns, shown), rest)
 
 
-def _verdict(rows: list[DumpRow], scalar_rows: Sequence[ScalarRow] | None = None
+def _verdict(rows: list[DumpRow], scalar_rows: Sequence[ScalarRow] | None = None, no_fault: bool = False
              ) -> Literal["pass", "fail", "inconclusive"]:
     """pass / fail, or inconclusive when not one row could be compared in any mode.
 
     A comparison whose rows are all skipped (no tensor data, statistics or md5 on both sides, e.g.
-    ``task: structure``) or that paired nothing must not read as a pass: exit code 3 tells scripts."""
+    ``task: structure``) or that paired nothing must not read as a pass: exit code 3 tells scripts.
+    ``no_fault``: the diagnosis found every tensor within the target's precision, so rows flagged
+    only for running in another float type (:func:`precision_change_only`) do not fail the run."""
     statuses = {r.__dict__.get("status", "pass") for r in rows}  # statistics rows are sparse (DumpRow.__getattr__)
     if not statuses - {"skipped", "unmatched"}:
         return "inconclusive"
     bad = {"error", "warning"}
-    if statuses & bad or any(s.status in bad for s in scalar_rows or ()):
+    if any(s.status in bad for s in scalar_rows or ()):
+        return "fail"
+    if statuses & bad and any(r.__dict__.get("status", "pass") in bad and not (no_fault and precision_change_only(r))
+                              for r in rows):
         return "fail"
     return "pass"
+
+
+def precision_change_only(row: DumpRow) -> bool:
+    """A statistics row msprobe calls an error only because the target runs in another float type.
+
+    msprobe's statistics rules flag every tensor whose dtype differs, so a float32 golden against a
+    bfloat16 target is "error" on every row however close the numbers are. The CSV keeps msprobe's
+    Result; when the diagnosis finds every tensor within the target's precision, the verdict follows it.
+    """
+    from acc_agent.numerics.budgets import canonical_dtype, is_float
+    from acc_agent.tools._stat_rows import MSG_DTYPE, MSG_REL_WARN
+
+    d = row.__dict__
+    if d.get("status") != "error":
+        return False
+    # msprobe's "output norm error 10x the inputs'" warning rides along: at another precision the inputs'
+    # error is often a rounding-sized 1e-8, and the judgement measured the output against its budget
+    if not {MSG_DTYPE} <= set(str(d.get("message") or "").split("; ")) <= {MSG_DTYPE, MSG_REL_WARN}:
+        return False
+    g, t = canonical_dtype(d.get("golden_dtype")), canonical_dtype(d.get("target_dtype"))
+    return g is not None and t is not None and g != t and is_float(g) and is_float(t)
 
 
 def _summary(rows: list[DumpRow], scalar_rows: Sequence[ScalarRow], keep: list[DumpRow], verdict: str,
@@ -184,6 +210,17 @@ def _summary(rows: list[DumpRow], scalar_rows: Sequence[ScalarRow], keep: list[D
     if worst is not None and worst.status != "pass":
         summary += f"; worst: {worst.name} ({worst.status}: {worst.message or 'see metrics'})"
     return summary
+
+
+def _precision_change_note(rows: list[DumpRow]) -> str:
+    """Why a run with msprobe "error" rows passes: they differ only in float type and are within its precision."""
+    flagged = [r for r in rows if precision_change_only(r)]
+    if not flagged:
+        return ""
+    first = flagged[0]
+    return (f"; {len(flagged)} rows are errors under msprobe's rules only because the float type differs (golden "
+            f"{first.golden_dtype}, target {first.target_dtype}, e.g. {first.name}): every tensor is within the "
+            "target's precision, so the run passes (the CSV keeps msprobe's Result)")
 
 
 def _why_inconclusive(rows: list[DumpRow], unmatched: tuple[int, int], golden: DumpInfo | None,
@@ -367,7 +404,7 @@ def _merged(params: CompareDumpsInput, outcomes: list[RankOutcome], infos: list[
         diagnosis.details["fused_regions"] = regions[:20]
         diagnosis.judgement_note += " Pairing: " + "; ".join(pairing_notes[:3]) + "."
 
-    verdict = _verdict(rows, scalar_rows)
+    verdict = _verdict(rows, scalar_rows, no_fault=diagnosis.category == "no_layer_fault")
     csv_path = None
     keep = rows if params.all_rows else _once(worst_first(rows, 2 * params.top), params.top)
     truncated = len(keep) < len(rows)
@@ -389,6 +426,8 @@ def _merged(params: CompareDumpsInput, outcomes: list[RankOutcome], infos: list[
     summary = _summary(rows, scalar_rows, keep, verdict, (len(unmatched_g), len(unmatched_t)), g0, t0)
     if first_divergence is not None:
         summary += f"; first divergence: {first_divergence.name}"
+    if verdict == "pass":
+        summary += _precision_change_note(rows)
     if any(r.compare_mode != "tensor" for r in rows):
         evidence.append(Evidence(kind="threshold", ref="msprobe statistics Result rules",
                                  detail="statistics/md5 rows: NaN/Inf in target Max/Min, output NormRelativeErr > 0.5 "
