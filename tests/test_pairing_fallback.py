@@ -22,7 +22,7 @@ pytest.importorskip("msprobe")
 from acc_agent.io.dumps import Dump, open_dump  # noqa: E402
 from acc_agent.io.pairing import Pairing, Region, pair_entries  # noqa: E402
 
-pytestmark = pytest.mark.slow  # ten msprobe dumps, a few seconds each
+pytestmark = pytest.mark.slow  # eleven msprobe dumps, a few seconds each
 
 MAKE_DUMP = Path(__file__).resolve().parent / "data" / "pairing" / "make_dump.py"
 # dump name -> (variant, level, task)
@@ -30,6 +30,7 @@ DUMPS = {
     "net_L0": ("net", "L0", "tensor"),
     "renamed_L0": ("net_renamed", "L0", "tensor"),
     "renamed_tanh_L0": ("net_renamed_tanh", "L0", "tensor"),
+    "renamed_wrapped_L0": ("net_renamed_wrapped", "L0", "tensor"),
     "net_mix": ("net", "mix", "tensor"),
     "net_mix_again": ("net", "mix", "tensor"),
     "renamed_fp16_mix": ("net_renamed_fp16", "mix", "tensor"),
@@ -40,7 +41,7 @@ DUMPS = {
 }
 # target path segment -> golden path segment (make_dump.Net's renames)
 RENAMES = [("Module.stem.", "Module.embed."), ("Module.layers.", "Module.blocks."), (".ffn.", ".mlp."),
-           (".FeedForward.", ".Mlp."), (".Layer.", ".Block."), ("Module.proj.", "Module.head.")]
+           (".FeedForward.", ".Mlp."), (".Layer.", ".Block."), ("Module.proj.", "Module.head."), (".inner.", ".")]
 ATTN_RUN = ("Torch.matmul.0.forward", "Tensor.__truediv__.0.forward", "Torch.softmax.0.forward",
             "Torch.matmul.1.forward")
 NORM_RUN = ("Tensor.mean.0.forward", "Tensor.__sub__.0.forward", "Tensor.__pow__.0.forward", "Tensor.mean.1.forward",
@@ -156,6 +157,20 @@ def test_explicit_by_order_still_pairs_and_is_not_automatic(dumps: dict[str, Pat
     assert pairing.notes == [f"asked to pair by order: paired {len(t.entries)} by execution order and shape"]
 
 
+def test_target_only_wrapper_module_stays_unmatched(dumps: dict[str, Path]) -> None:
+    """An extra pass-through module around layers.1 holds that layer's very tensors: it gets no partner and
+    shifts no pair after it (paired by order, it took the next block's partner)."""
+    g, t = _open(dumps["net_L0"]), _open(dumps["renamed_wrapped_L0"])
+    pairing = pair_entries(g, t)
+    wrapper = [e.name for e in t.entries if ".Wrapper." in e.name]
+    assert {e.module_key for e in t.entries if ".Wrapper." in e.name} == {
+        "Module.layers.1.Wrapper.forward.0", "Module.layers.1.Wrapper.backward.0"}
+    assert sorted(pairing.unmatched_target) == sorted(wrapper) and not pairing.unmatched_golden
+    assert not _wrong(pairing) and pairing.auto_order_fallback
+    assert any("wrappers the golden does not have" in n and "Module.layers.1.Wrapper.forward.0" in n
+               for n in pairing.notes)
+
+
 def test_a_few_renamed_rows_stay_unmatched(dumps: dict[str, Path]) -> None:
     """One renamed layer among many pairing names is not a renamed model: no guessing by position."""
     g = _open(dumps["net_mix"])
@@ -214,6 +229,41 @@ def test_layer_norm_pairs_with_manual_layer_norm(dumps: dict[str, Path]) -> None
     # x is consumed twice inside the golden run, so no single golden row holds its gradient
     assert pairing.unmatched_target == [f"{ln}.backward.output.0"]
     assert not any(p.golden_name.startswith(NORM_RUN) and p.method != "region" for p in pairing.pairs)
+
+
+def test_fused_golden_layer_norm_pairs_with_manual_target_layer_norm(dumps: dict[str, Path]) -> None:
+    """The mirror: the golden calls F.layer_norm and the target writes it out (a port without the kernel)."""
+    g, t = _open(dumps["norm_fused_mix"]), _open(dumps["norm_mix"])
+    pairing = pair_entries(g, t)
+    ln = "Functional.layer_norm.0"
+    region = _one_region(pairing)
+    assert region.fused_side == "golden" and region.golden_keys == (f"{ln}.forward",)
+    assert region.target_keys == NORM_RUN and region.target_key == NORM_RUN[0]
+    assert region.note.startswith(f"the golden's fused {ln}.forward stands for 10 target ops")
+    expected = {
+        "Tensor.mean.0.forward.input.0": f"{ln}.forward.input.0",
+        "Tensor.__mul__.0.forward.input.1": f"{ln}.forward.input.2",
+        "Tensor.__add__.1.forward.input.1": f"{ln}.forward.input.3",
+        "Tensor.__add__.1.forward.output.0": f"{ln}.forward.output.0",
+        "Tensor.__add__.1.backward.input.0": f"{ln}.backward.input.0",
+        "Tensor.__mul__.0.backward.output.1": f"{ln}.backward.output.1",
+        "Tensor.__add__.1.backward.output.1": f"{ln}.backward.output.2",
+    }
+    for target_name, golden_name in expected.items():
+        assert _partner(pairing, target_name) == (golden_name, "region"), target_name
+    assert pairing.unmatched_golden == [f"{ln}.backward.output.0"]  # x's gradient: no single target row
+    assert not any(p.target_name.startswith(NORM_RUN) and p.method != "region" for p in pairing.pairs)
+
+
+def test_fused_golden_attention_pairs_with_decomposed_target_attention(dumps: dict[str, Path]) -> None:
+    g, t = _open(dumps["attn_fused_L1"]), _open(dumps["attn_L1"])
+    pairing = pair_entries(g, t)
+    sdpa = "Functional.scaled_dot_product_attention.0"
+    region = _one_region(pairing)
+    assert region.fused_side == "golden" and region.golden_keys == (f"{sdpa}.forward",)
+    assert region.target_keys == ATTN_RUN
+    assert _partner(pairing, "Torch.matmul.1.forward.output.0") == (f"{sdpa}.forward.output.0", "region")
+    assert _partner(pairing, "Torch.matmul.0.forward.input.0") == (f"{sdpa}.forward.input.0", "region")
 
 
 @pytest.mark.parametrize("golden,target,run,last", [

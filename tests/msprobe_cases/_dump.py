@@ -517,6 +517,60 @@ def make_half_weight_grad_linear() -> type[torch.autograd.Function]:
     return HalfWeightGradLinear
 
 
+class ActMLP(nn.Module):
+    """linear-act-linear-...-linear with one activation MODULE per layer, so a target can swap one.
+
+    ``nn.GELU`` calls ``F.gelu(x, approximate=...)`` and ``nn.ReLU`` calls ``F.relu(x, inplace=...)``, so
+    each call carries a keyword argument the other API does not have.
+    """
+
+    def __init__(self, sizes: tuple[int, ...], acts: list[nn.Module]) -> None:
+        super().__init__()
+        self.fcs = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes, sizes[1:], strict=False))
+        self.acts = nn.ModuleList(acts)
+
+    def forward(self, x: Tensor) -> Tensor:
+        for i, fc in enumerate(self.fcs):
+            x = fc(x)
+            if i < len(self.acts):
+                x = self.acts[i](x)
+        return x
+
+
+def gelu_tanh_decomposed(x: Tensor) -> Tensor:
+    """The tanh-approximated GELU written out with tensor operations (what a port without the fused kernel does)."""
+    inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3))
+    return 0.5 * x * (1.0 + torch.tanh(inner))
+
+
+class TanhGeluNet(nn.Module):
+    """fc1 16->32, tanh GELU (fused ``F.gelu`` or written out), fc2 32->32, ``F.gelu``, fc3 32->8."""
+
+    def __init__(self, fused: bool) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 32)
+        self.fc3 = nn.Linear(32, 8)
+        self.fused = fused
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.fc1(x)
+        h = F.gelu(h, approximate="tanh") if self.fused else gelu_tanh_decomposed(h)
+        return self.fc3(F.gelu(self.fc2(h)))
+
+
+class Wrapper(nn.Module):
+    """A pass-through module around another one: the target's extra nesting level."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.inner(x)
+
+
+
 # --------------------------------------------------------------------------- case builders
 
 
@@ -699,6 +753,34 @@ def _weight_grad_half(side: str) -> Plan:
     return Plan(_train_step(model, _x((5, 10))))
 
 
+def _act_swapped(side: str) -> Plan:
+    """The target's second activation is ReLU where the golden's is GELU: a different API, no added call."""
+    acts: list[nn.Module] = [nn.GELU(), nn.ReLU() if side == "target" else nn.GELU(), nn.GELU()]
+    return Plan(_train_step(ActMLP((16, 32, 32, 32, 8), acts), _x((4, 16))))
+
+
+def _fused_golden(side: str) -> Plan:
+    """``fused`` mirrored: the GOLDEN calls F.layer_norm, the target writes it out; a later gelu is wrong."""
+    model = NormNet(fused=side == "golden")
+    if side == "target":
+        patch_calls("gelu", {0}, gelu_plus_one)
+    return Plan(_forward(model, _x((4, 16))))
+
+
+def _tanh_gelu_clean(side: str) -> Plan:
+    """The golden's fused tanh GELU is written out on the target (same math), no fault."""
+    return Plan(_train_step(TanhGeluNet(fused=side == "golden"), _x((4, 16))), task="statistics")
+
+
+def _wrapped_mix(side: str) -> Plan:
+    """Renamed model (like ``renamed``) whose target wraps layers.1 in an extra pass-through module."""
+    model: nn.Module = GoldenNamed() if side == "golden" else TargetNamed()  # one model: same weights drawn
+    if isinstance(model, TargetNamed):
+        model.layers[1] = Wrapper(model.layers[1])  # the wrapper adds no weights
+        patch_calls("gelu", {2}, gelu_plus_one)  # the GELU of layers.2, after the wrapper
+    return Plan(_train_step(model, _x((4, 16))), model=model, level="mix")
+
+
 def _statistics(plan: Plan) -> Plan:
     """The same run dumped with msprobe's default task (statistics only: Max/Min/Mean/Norm per tensor)."""
     plan.task = "statistics"
@@ -733,6 +815,10 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_two_ranks": lambda side, rank: _statistics(_two_ranks(side, rank)),
     "bf16_resnet_clean_stats": lambda side, rank: _bf16_resnet_clean(side),
     "weight_grad_half": lambda side, rank: _weight_grad_half(side),
+    "act_swapped": lambda side, rank: _act_swapped(side),
+    "fused_golden": lambda side, rank: _fused_golden(side),
+    "tanh_gelu_clean": lambda side, rank: _tanh_gelu_clean(side),
+    "wrapped_mix": lambda side, rank: _wrapped_mix(side),
 }
 
 

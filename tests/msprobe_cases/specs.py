@@ -29,6 +29,9 @@ class CaseSpec:
     also_accept: tuple[str | None, ...] = ()
     # --- generator self-checks
     golden_first_op: str | None = None  # golden's key of the faulty call when names differ (renamed L0)
+    # (target key, golden key) of the same call under another name (a call number shifted by a call only
+    # one run makes, an API swapped for another); verify pairs these instead of the identical names
+    key_map: tuple[tuple[str, str], ...] = ()
     same_keys: bool = True  # golden and target dumps hold exactly the same keys
     pair_by_order: bool = False  # verify by position of the Module keys (nothing pairs by name)
     differing_inputs: tuple[str, ...] = ()  # inputs of first_op that must differ (default: argument)
@@ -159,6 +162,37 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "reads a weight gradient, so 'the final outputs agree' says nothing about it: the answer is the "
              "backward call, not a layer mismatch.", "operator_fault", "Functional.linear.1.backward",
              pass_="backward", differing_inputs=()),
+    CaseSpec("act_swapped", "ActMLP 16-32-32-32-8 with activation MODULES (nn.GELU calls F.gelu(x, "
+             "approximate='none'), nn.ReLU calls F.relu(x, inplace=False)), forward + backward, fp32, L1 tensor. "
+             "The target's SECOND activation is nn.ReLU where the golden's is nn.GELU (a swapped API, no call "
+             "added). So the target records Functional.relu.0 where the golden records Functional.gelu.1, and "
+             "its third activation is Functional.gelu.1 (the golden's gelu.2): the identical name gelu.1 joins "
+             "two different calls. Each call's keyword argument exists on one side only, which says nothing "
+             "about a fault since the APIs differ.", "operator_fault", "Functional.relu.0.forward",
+             pass_="forward", same_keys=False,
+             key_map=(("Functional.relu.0.forward", "Functional.gelu.1.forward"),
+                      ("Functional.gelu.1.forward", "Functional.gelu.2.forward"),
+                      ("Functional.relu.0.backward", "Functional.gelu.1.backward"),
+                      ("Functional.gelu.1.backward", "Functional.gelu.2.backward"))),
+    CaseSpec("fused_golden", "`fused` mirrored: NormNet, forward only, fp32, L1 tensor; the GOLDEN calls the "
+             "fused F.layer_norm and the target writes it out (Tensor.mean, __sub__, pow, mean, __add__, "
+             "Torch.rsqrt, __mul__, __mul__, __add__; same math, fp32 rounding apart). The fault is LATER: the "
+             "target's gelu adds 1.0 to every 5th element. The written-out layer norm must not be blamed.",
+             "operator_fault", "Functional.gelu.0.forward", pass_="forward", same_keys=False),
+    CaseSpec("tanh_gelu_clean", "TanhGeluNet: fc1 16->32, tanh GELU, fc2 32->32, F.gelu, fc3 32->8; forward + "
+             "backward, fp32, msprobe's default statistics dump. The golden calls F.gelu(approximate='tanh'), "
+             "the target writes the same formula out (Torch.pow, Tensor.__rmul__/__add__, Torch.tanh, "
+             "__radd__, __mul__). No fault. The target calls F.gelu once, the golden twice, so the target's "
+             "Functional.gelu.0 is the golden's Functional.gelu.1.", "no_layer_fault", None, clean=True,
+             same_keys=False,
+             key_map=(("Functional.gelu.0.forward", "Functional.gelu.1.forward"),
+                      ("Functional.gelu.0.backward", "Functional.gelu.1.backward"))),
+    CaseSpec("wrapped_mix", "`renamed` models (golden blocks.N.mlp.{fc, act}, target layers.N.ffn.{proj, "
+             "act_fn}) at level mix, forward + backward, fp32, tensor; the target also wraps layers.1 in an "
+             "extra pass-through Wrapper module (Module.layers.1.Wrapper.forward.0, recorded right after the "
+             "layer it wraps, with the same tensors), which the golden lacks. The target's gelu in layers.2 "
+             "(third gelu call) adds 1.0 to every 5th element.", "operator_fault", "Functional.gelu.2.forward",
+             pass_="forward", same_keys=False),
     CaseSpec("stats_two_ranks", "Same models and fault as `two_ranks` (rank 1's gelu adds 1.0 to every 5th "
              "element), dumped with task statistics on both ranks.", "operator_fault", "Functional.gelu.0.forward",
              pass_="forward", rank="rank1", world_size=2, other_rank_first_diff="Distributed.all_reduce.0.forward"),

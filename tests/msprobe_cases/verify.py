@@ -189,13 +189,25 @@ def tolerance(gl: dict[str, Any] | None, tl: dict[str, Any] | None) -> float:
     return AGREE_TOL.get(td, AGREE_TOL["same"])
 
 
+def _api(key: str) -> str:
+    """What a key calls: an API without its call number (``Functional.gelu.1.forward`` -> ``Functional.gelu``),
+    a module's class (``Module.blocks.0.act.GELU.forward.0`` -> ``GELU``)."""
+    parts = key.split(".")
+    return parts[-3] if parts[0] == "Module" else ".".join(parts[:-2])
+
+
 def diff_entries(g: Side, gkey: str, t: Side, tkey: str) -> dict[str, tuple[Diff, float]]:
-    """Every leaf of one call, golden against target: argument name -> (diff, its agreement bound)."""
+    """Every leaf of one call, golden against target: argument name -> (diff, its agreement bound).
+
+    Two different APIs (relu in place of gelu) have different keyword arguments by nature: an argument
+    only one of them has is left out."""
     gleaves = dict(leaves(g.data[gkey]))
     tleaves = dict(leaves(t.data[tkey]))
     out: dict[str, tuple[Diff, float]] = {}
     for name in list(dict.fromkeys([*tleaves, *gleaves])):
         gl, tl = gleaves.get(name), tleaves.get(name)
+        if (gl is None or tl is None) and _api(gkey) != _api(tkey):
+            continue
         out[name] = (diff_leaf(g, gl, t, tl), tolerance(gl, tl))
     return out
 
@@ -211,7 +223,8 @@ def pairs(spec: CaseSpec, g: Side, t: Side) -> list[tuple[str, str]]:
         if len(gkeys) != len(tkeys):
             raise CaseError(f"{spec.name}: {len(gkeys)} golden keys vs {len(tkeys)} target keys")
         return list(zip(gkeys, tkeys, strict=True))
-    return [(k, k) for k in t.data if k in g.data]
+    golden_of = dict(spec.key_map)
+    return [(golden_of.get(k, k), k) for k in t.data if golden_of.get(k, k) in g.data]
 
 
 def rank_dirs(dump_root: Path) -> dict[str, Path]:
@@ -267,7 +280,7 @@ def _describe(diffs: dict[str, tuple[Diff, float]], names: list[str]) -> str:
 def _check_fault(spec: CaseSpec, g: Side, t: Side) -> dict[str, Any]:
     first = spec.first_op
     assert first is not None
-    gfirst = spec.golden_first_op or first
+    gfirst = spec.golden_first_op or dict(spec.key_map).get(first, first)
     if first not in t.data:
         raise CaseError(f"{spec.name}: target dump has no key {first}")
     if gfirst not in g.data:

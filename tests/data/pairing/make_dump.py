@@ -75,6 +75,17 @@ class Net(nn.Module):
         return (self.proj if r else self.head)(x)
 
 
+class Wrapper(nn.Module):
+    """A pass-through module around another one: an extra nesting level only the target has."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: Any) -> Any:
+        return self.inner(x)
+
+
 class Attention(nn.Module):
     """Self-attention: decomposed (golden) or one ``F.scaled_dot_product_attention`` call (target)."""
 
@@ -127,6 +138,10 @@ def build(variant: str) -> tuple[nn.Module, Any]:
         return Net(variant == "net_renamed"), x
     if variant == "net_renamed_fp16":
         return Net(True).half(), x.half()
+    if variant == "net_renamed_wrapped":  # same weights as "net": the wrapper adds none
+        net = Net(True)
+        net.layers[1] = Wrapper(net.layers[1])
+        return net, x
     if variant == "net_renamed_tanh":
         return Net(True, approximate="tanh"), x
     if variant in ("attn", "attn_fused"):
