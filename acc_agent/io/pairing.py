@@ -651,7 +651,7 @@ def _fused_regions(sides: _Sides, target: Dump, result: Pairing) -> tuple[set[st
         return set(), set()
     o_fwd = [op for op in sides.other.ops if _group_of(op.rows[0]) == ("API", "forward")]
     free = {op.key for op in o_fwd if all(r.name in sides.other_free for r in op.rows)}
-    if not (candidates and free):
+    if not free:
         return set(), set()
     firsts = [op.first for op in o_fwd]
     with_stats = {op.key for op in o_fwd if all(_has_stats(r) for r in op.rows if r.shape is not None)}
