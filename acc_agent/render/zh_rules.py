@@ -245,6 +245,10 @@ RULES: list[tuple[str, str]] = [
     (r"^The forward pass agrees; in the backward pass: (?P<t_rest>.+)$", "前向一致；反向中：{t_rest}"),
     (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision; ",
      "单点跳变：{node} 的输入一致，输出却超出精度 {x} 倍；"),
+    (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision \(an "
+     r"elementwise activation moves each element by at most its largest slope times the input's difference, plus one "
+     r"rounding\); ",
+     "单点跳变：{node} 的输入一致，输出却超出精度 {x} 倍（逐元素激活函数对每个元素的改变至多为其最大斜率乘以输入差异，再加一次舍入）；"),
     (r" Its inputs? (?P<args>.+?) (?:has|have) no Mean/Norm in this statistics dump \(msprobe writes only Max/Min for a "
      r"bool tensor\), so a difference there cannot be seen: it may be where the fault enters \(e\.g\. a mask built one "
      r"position off\) rather than the operator itself\.",
@@ -272,6 +276,10 @@ RULES: list[tuple[str, str]] = [
      "它对最终输出的影响仍在 bench 的舍入噪声内，只有与 bench 的逐层对比才能发现 — 是隐藏在低精度噪声中的真实问题。"),
     (r"the Inf/NaN reach the end of the pass \((?P<name>\S+)\)\.", "Inf/NaN 一直传到该方向的末尾（{name}）。"),
     (r"it is the last compared call of the pass\.", "它是该方向最后一个被对比的调用。"),
+    (r"the Inf/NaN do not reach the end of the pass \((?P<name>\S+) is finite\)\.",
+     "Inf/NaN 没有传到该方向的末尾（{name} 是有限值）。"),
+    (r"how its error travels on to the end of the pass cannot be measured \((?P<name>\S+) has no error figure\)\.",
+     "无法测量其误差如何传到该方向的末尾（{name} 没有误差数值）。"),
     (r" Measured on its recorded tensors: (?P<t_s>.+?)\.(?= |$)", " 在其记录的张量上实测：{t_s}。"),
     (r" It is also the first layer that computes anything, so a precision setting applied to every layer "
      r"\(quantisation, lower-precision kernels\) would look the same here: re-run this layer alone in higher precision "

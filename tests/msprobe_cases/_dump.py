@@ -94,6 +94,20 @@ def gelu_scaled_3pct(out: Tensor, _index: int, *args: Any, **kwargs: Any) -> Ten
     return out * 1.03
 
 
+def scaled_on_every(n: int, factor: float, offset: int = 0) -> Callable[..., Tensor]:
+    """A kernel ``factor`` times too large on every n-th element: a wrong branch on part of the data."""
+
+    def wrong(out: Tensor, _index: int, *args: Any, **kwargs: Any) -> Tensor:
+        return torch.where(every(n, out, offset), out * factor, out)
+
+    return wrong
+
+
+def rolled_last_dim(out: Tensor, _index: int, *args: Any, **kwargs: Any) -> Tensor:
+    """The right values in the wrong places (a layout bug): every row rolled by one along the last axis."""
+    return torch.roll(out, 1, dims=-1)
+
+
 def linear_noise(out: Tensor, index: int, *args: Any, **kwargs: Any) -> Tensor:
     """Relative error 1e-3 * |N(0,1)| on a linear's output (the call number seeds it).
 
@@ -253,7 +267,7 @@ class Attention(nn.Module):
         k = self.k_proj(x)
         v = self.v_proj(x)
         t = x.shape[-2]
-        causal = torch.tril(torch.ones(t, t))
+        causal = torch.tril(torch.ones(t, t, dtype=x.dtype))
         mask = (1.0 - causal) * -10000.0
         scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(self.d) + mask
         return self.o_proj(torch.matmul(torch.softmax(scores, dim=-1), v))
@@ -403,6 +417,34 @@ class NormNet(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         h = self._layer_norm(self.fc1(x))
         return self.fc3(F.gelu(self.fc2(h)))
+
+
+class SoftmaxMLP(nn.Module):
+    """linear 16->32, softmax over the features, linear 32->8 (``F.softmax`` is looked up at call time)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc2(F.softmax(self.fc1(x), dim=-1))
+
+
+class TransformerBlock(nn.Module):
+    """Pre-norm block: x + attention(layer_norm(x)), then + fc2(gelu(fc1(layer_norm(.))))."""
+
+    def __init__(self, d: int = 16) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d)
+        self.attn = Attention(d)
+        self.norm2 = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, 4 * d)
+        self.fc2 = nn.Linear(4 * d, d)
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x + self.attn(self.norm1(x))
+        return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
 
 
 class ConvBN(nn.Module):
@@ -694,6 +736,36 @@ def _bf16_gelu_bias_stats(side: str) -> Plan:
     return Plan(_forward(model, x), task="statistics")
 
 
+def _bf16_sparse_fault(side: str, api: str, factor: float, n: int) -> Plan:
+    """bf16 target, fp32 golden, tensor dump, no bench: the target's ``api`` call is ``factor`` too large on
+    every n-th element (``gelu``: its second call in the MLP; ``layer_norm``: NormNet's only one)."""
+    model: nn.Module = MLP((16, 32, 32, 32, 8)) if api == "gelu" else NormNet(fused=True)
+    x = _x((4, 16))
+    if side != "golden":
+        model.to(torch.bfloat16)
+        x = x.to(torch.bfloat16)
+    if side == "target":
+        patch_calls(api, {1} if api == "gelu" else {0}, scaled_on_every(n, factor, 1))
+    return Plan(_forward(model, x))
+
+
+def _md5_softmax_rolled(side: str) -> Plan:
+    """md5 dump, fp32 both: the target's softmax returns its right values rolled by one along the features."""
+    if side == "target":
+        patch_calls("softmax", {0}, rolled_last_dim)
+    return Plan(_forward(SoftmaxMLP(), _x((4, 16))), task="statistics", summary_mode="md5")
+
+
+def _bf16_block_clean(side: str) -> Plan:
+    """A clean pre-norm transformer block, forward + backward, tensor dump: fp32 golden, bf16 target."""
+    model = TransformerBlock()
+    x = _x((2, 6, 16))
+    if side != "golden":
+        model.to(torch.bfloat16)
+        x = x.to(torch.bfloat16)
+    return Plan(_train_step(model, x))
+
+
 def _renamed(side: str, level: str) -> Plan:
     model: nn.Module = GoldenNamed() if side == "golden" else TargetNamed()
     if side == "target":
@@ -819,6 +891,11 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "fused_golden": lambda side, rank: _fused_golden(side),
     "tanh_gelu_clean": lambda side, rank: _tanh_gelu_clean(side),
     "wrapped_mix": lambda side, rank: _wrapped_mix(side),
+    "bf16_gelu_sparse": lambda side, rank: _bf16_sparse_fault(side, "gelu", 1.05, 5),
+    "bf16_gelu_sparse_3pct": lambda side, rank: _bf16_sparse_fault(side, "gelu", 1.03, 5),
+    "bf16_layernorm_sparse": lambda side, rank: _bf16_sparse_fault(side, "layer_norm", 1.04, 4),
+    "md5_softmax_rolled": lambda side, rank: _md5_softmax_rolled(side),
+    "bf16_block_clean": lambda side, rank: _bf16_block_clean(side),
 }
 
 

@@ -312,7 +312,13 @@ def _check_fault(spec: CaseSpec, g: Side, t: Side) -> dict[str, Any]:
     missing = expected_bad - set(inputs)
     if missing:
         raise CaseError(f"{spec.name}: {first} has no argument {sorted(missing)} (has {inputs})")
-    if not any(diffs[n][0].differs(diffs[n][1]) for n in outputs):
+    if spec.jump_over_inputs is not None:
+        # a fault under the precision's agreement bar: it must still show as a jump at the faulty call
+        incoming = max((diffs[n][0].rel_l2 or 0.0 for n in inputs), default=0.0)
+        if not any((diffs[n][0].rel_l2 or 0.0) >= spec.jump_over_inputs * incoming > 0 for n in outputs):
+            raise CaseError(f"{spec.name}: no output of {first} jumps {spec.jump_over_inputs}x over its inputs' "
+                            f"error {incoming:.3g}: {_describe(diffs, outputs)}")
+    elif not any(diffs[n][0].differs(diffs[n][1]) for n in outputs):
         raise CaseError(f"{spec.name}: no output of {first} differs: {_describe(diffs, outputs)}")
     return {
         "first_op_inputs": _describe(diffs, inputs),

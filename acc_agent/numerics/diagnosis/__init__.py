@@ -166,7 +166,8 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
         if t.gross and not gradient and (ends is True or (ends is None and _final_agrees(final) and final is not t)):
             transforms = _transforms([t], golden, target, input_side=False)
             return explain.layer_mismatch(t, final, transforms, ends is True, base)
-        if not use_bench and not t.gross and _final_agrees(final) and final is not t and compared_by == "tensor":
+        if not use_bench and not t.gross and not t.strict and _final_agrees(final) and final is not t \
+                and compared_by == "tensor":
             return None, Diagnosis(
                 category="no_layer_fault",
                 explanation=(f"{t.name} exceeds the judged precision slightly ({explain.fmt(t.excess)}x) but stays "
@@ -237,11 +238,17 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         tail = f"after it the error shrinks to {growth:.2g}x by the end instead of growing, so it explains the final difference."
     elif growth is not None:
         tail = f"after it the error grows only {growth:.2g}x more to the end, so it explains the final difference."
-    else:
+    elif final is None or final is t:
         tail = "it is the last compared call of the pass."
+    elif t.m.target_nonfinite:
+        tail = f"the Inf/NaN do not reach the end of the pass ({final.name} is finite)."
+    else:
+        tail = f"how its error travels on to the end of the pass cannot be measured ({final.name} has no error figure)."
     lead = {
         "operator": f"One localised jump: {node.key} turns inputs that agree into an output "
-                    f"{explain.fmt(t.excess, '.3g')}x beyond precision; ",
+                    f"{explain.fmt(t.excess, '.3g')}x beyond precision"
+                    + (" (an elementwise activation moves each element by at most its largest slope times the input's "
+                       "difference, plus one rounding)" if t.strict else "") + "; ",
         "overflow": f"Overflow: {node.key} is the first call to produce Inf/NaN from finite inputs; ",
         "argument": f"The difference enters {node.key} through its argument {f.argument}"
                     + (f" ({difference})" if difference else "") + "; ",

@@ -106,6 +106,7 @@ class Tensor:
     leaf: str | None = None  # data | parameter | mask | other (inputs without producer)
     excess: float = math.nan  # > 1 beyond precision; nan not judged
     gross: bool = False
+    strict: bool = False  # beyond a bound rounding cannot break (not a heuristic allowance): never an excursion
     direction: str = "forward"  # forward | backward (backward and parameters_grad calls)
 
     @property

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 
 from acc_agent.numerics import budgets
-from acc_agent.numerics.diagnosis.graph import Graph, Tensor
+from acc_agent.numerics.diagnosis.graph import Graph, Tensor, api_name
 
 AMPLIFICATION = 4.0
 LEAF_ROUNDINGS = 4.0
@@ -41,6 +41,18 @@ NORM_ROUNDINGS = 3.0
 #: Its rounding allowance is this many per-operator budgets; a wrong gradient kernel or hook (x0.5, x2)
 #: moves it by 50 % and more.
 REDUCTION_BUDGETS = 4.0
+#: Largest slope |f'(x)| of elementwise activations. Element by element |f(x_t) - f(x_g)| <= L |x_t - x_g|, so
+#: the output's absolute L2 error is at most L times its input's plus the target's own rounding of the output:
+#: a tight bound with no model-dependent factor, where a 5 % error on a fifth of a BF16 tensor stays inside
+#: any per-tensor budget.
+ELEMENTWISE_SLOPE = {
+    "relu": 1.0, "relu6": 1.0, "hardtanh": 1.0, "tanh": 1.0, "softsign": 1.0, "softplus": 1.0,
+    "logsigmoid": 1.0, "sigmoid": 0.25, "hardsigmoid": 1.0 / 6.0, "gelu": 1.13, "silu": 1.1, "mish": 1.09,
+    "hardswish": 1.5,
+}
+#: Roundings of the output an elementwise kernel adds: it computes in a wider type and rounds once (an L2
+#: error of at most one unit roundoff of the output's norm; uniform rounding gives about 0.6 of it).
+ELEMENTWISE_ROUNDINGS = 1.0
 
 
 def leaf_budget(dtype: str | None) -> float:
@@ -103,12 +115,35 @@ def _flow_excess(t: Tensor, err: float, upstream: float) -> float:
         # is not: an element-level jump, judged against a tighter own-rounding allowance
         tight = budgets.unit_roundoff(dtype) * TIGHT_ROUNDINGS
         excess = max(excess, _ratio(err, AMPLIFICATION * incoming + tight))
+    if excess <= 1.0 and t.m.measure == "tensor":
+        bound = _elementwise_excess(t)
+        if bound > 1.0:
+            t.strict = True
+            excess = bound
     if excess <= 1.0 and t.m.norm_err is not None and t.node is not None and t.node.inputs:
         ins = [x.m.norm_err for x in t.node.inputs if x.m.norm_err is not None]
         if ins:
             allowed = AMPLIFICATION * max(ins) + NORM_ROUNDINGS * budgets.unit_roundoff(dtype)
             excess = max(excess, _ratio(t.m.norm_err, allowed))
     return excess
+
+
+def _elementwise_excess(t: Tensor) -> float:
+    """An activation's output error against its input's times the activation's largest slope (0: not one)."""
+    node = t.node
+    if node is None or t.direction != "forward" or t.row.euc_dist is None or not t.row.golden_norm:
+        return 0.0
+    slope = ELEMENTWISE_SLOPE.get(api_name(node.key).lower().rstrip("_"))
+    tensors = [x for x in node.inputs if x.row.euc_dist is not None]
+    if slope is None or len(tensors) != 1 or not math.isfinite(tensors[0].row.euc_dist or 0.0):
+        return 0.0
+    if tensors[0].row.golden_shape != t.row.golden_shape:
+        return 0.0
+    dtype = t.m.dtype
+    own = ELEMENTWISE_ROUNDINGS * budgets.unit_roundoff(dtype)
+    if budgets.canonical_dtype(dtype) == "float32":
+        own = max(own, budgets.ratio_floor(dtype))  # FP32 kernels differ by more than their roundings
+    return _ratio(t.row.euc_dist, slope * (tensors[0].row.euc_dist or 0.0) + own * t.row.golden_norm)
 
 
 def op_budget(dtype: str | None, measure: str) -> float:
