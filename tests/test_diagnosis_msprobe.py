@@ -120,7 +120,8 @@ def test_diagnosis_finds_injected_fault(run: tuple[str, bool], msprobe_cases: di
     """The diagnosis names the call at fault, its category, pass, rank and argument."""
     name, with_bench = run
     case = _case(msprobe_cases, name)
-    doc = _parse(case, *_compare(case, with_bench, capsys))
+    code, out = _compare(case, with_bench, capsys)
+    doc = _parse(case, code, out)
     diag = doc.get("diagnosis") or {}
     first = doc.get("first_divergence")
     problems: list[str] = []
@@ -140,6 +141,8 @@ def test_diagnosis_finds_injected_fault(run: tuple[str, bool], msprobe_cases: di
         problems.append(f"diagnosis.pass_walked {diag.get('pass_walked')!r}, expected {case.pass_!r}")
     if case.argument and not _argument_matches((first or {}).get("argument"), case.argument):
         problems.append(f"first_divergence.argument {(first or {}).get('argument')!r}, expected {case.argument!r}")
+    if SPECS[name].clean and code != 0:
+        problems.append(f"exit code {code} on a clean run: every difference is rounding, the verdict must pass")
     if with_bench and diag.get("judged_against") != "bench":
         problems.append(f"diagnosis.judged_against {diag.get('judged_against')!r} with --bench, expected 'bench'")
     assert not problems, f"{name}: " + "; ".join(problems) + _report(case, doc)

@@ -243,6 +243,9 @@ RULES: list[tuple[str, str]] = [
 
     # ------------------------------------------------------------------ diagnosis: explanations
     (r"^The forward pass agrees; in the backward pass: (?P<t_rest>.+)$", "前向一致；反向中：{t_rest}"),
+    (r"One localised jump: (?P<node>\S+) gets bit-identical inputs \(equal md5\) and returns, most likely, the same "
+     r"values in other places \(its output's md5 differs while Max/Min/Mean/Norm are equal\); ",
+     "单点跳变：{node} 的输入逐位相同（md5 相等），输出很可能是同样的数值换了位置（输出 md5 不同而 Max/Min/Mean/Norm 相等）；"),
     (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision; ",
      "单点跳变：{node} 的输入一致，输出却超出精度 {x} 倍；"),
     (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision \(an "
@@ -276,6 +279,11 @@ RULES: list[tuple[str, str]] = [
      "它对最终输出的影响仍在 bench 的舍入噪声内，只有与 bench 的逐层对比才能发现 — 是隐藏在低精度噪声中的真实问题。"),
     (r"the Inf/NaN reach the end of the pass \((?P<name>\S+)\)\.", "Inf/NaN 一直传到该方向的末尾（{name}）。"),
     (r"it is the last compared call of the pass\.", "它是该方向最后一个被对比的调用。"),
+    (r"^every input of (?P<node>\S+) is bit-identical to the golden's \(equal md5\) while its output (?P<name>\S+) holds, "
+     r"most likely, the same values in other places \(md5 differs, Max/Min/Mean/Norm equal\)$",
+     "{node} 的每个输入都与标杆逐位相同（md5 相等），而其输出 {name} 很可能是同样的数值换了位置（md5 不同，Max/Min/Mean/Norm 相等）"),
+    (r"the difference reaches (?P<e>\S+) relative error at the end of the pass \((?P<name>\S+)\)\.",
+     "差异在该方向末尾达到 {e} 的相对误差（{name}）。"),
     (r"the Inf/NaN do not reach the end of the pass \((?P<name>\S+) is finite\)\.",
      "Inf/NaN 没有传到该方向的末尾（{name} 是有限值）。"),
     (r"how its error travels on to the end of the pass cannot be measured \((?P<name>\S+) has no error figure\)\.",

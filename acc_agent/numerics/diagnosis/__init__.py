@@ -178,7 +178,8 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
                               "hardware."],
                 details={"excursion": t.name, "final_row": final.name if final else None}, **base)
         growth = _growth(final, t)
-        if growth is not None and growth >= budgets.GROWTH_RATIO and final is not None \
+        # beyond a bound rounding cannot break (strict) is a fault, however the error grows after it
+        if growth is not None and growth >= budgets.GROWTH_RATIO and final is not None and not t.strict \
                 and not _single_jump(t, graph):
             return None, explain.accumulation(t, final, growth, graph, direction, base)
     return _operator_fault(finding, final, graph, golden, target, use_bench, direction, base)
@@ -224,7 +225,7 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     first_layer = f.enters == "operator" and not any(
         x.judged and not x.is_input and x.pos < start and x.node is not None and x.node.computing
         for x in graph.tensors if x.direction == direction)
-    growth = _growth(final, t)
+    growth = None if t.strict == "reordered" else _growth(final, t)  # its error figure is a placeholder
     where = (f.container or node).key
     if final is not None and not final.beyond and use_bench:
         tail = ("its effect on the final outputs stays within the bench's rounding noise, so only the layer-by-layer "
@@ -238,17 +239,23 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         tail = f"after it the error shrinks to {growth:.2g}x by the end instead of growing, so it explains the final difference."
     elif growth is not None:
         tail = f"after it the error grows only {growth:.2g}x more to the end, so it explains the final difference."
+    elif t.strict == "reordered" and final is not None and final is not t and final.err is not None:
+        tail = f"the difference reaches {explain.fmt(final.err, '.3g')} relative error at the end of the pass ({final.name})."
     elif final is None or final is t:
         tail = "it is the last compared call of the pass."
     elif t.m.target_nonfinite:
         tail = f"the Inf/NaN do not reach the end of the pass ({final.name} is finite)."
     else:
         tail = f"how its error travels on to the end of the pass cannot be measured ({final.name} has no error figure)."
+    jump = (f"One localised jump: {node.key} turns inputs that agree into an output "
+            f"{explain.fmt(t.excess, '.3g')}x beyond precision"
+            + (" (an elementwise activation moves each element by at most its largest slope times the input's "
+               "difference, plus one rounding)" if t.strict == "slope" else "") + "; ")
+    if t.strict == "reordered":
+        jump = (f"One localised jump: {node.key} gets bit-identical inputs (equal md5) and returns, most likely, the same values in "
+                "other places (its output's md5 differs while Max/Min/Mean/Norm are equal); ")
     lead = {
-        "operator": f"One localised jump: {node.key} turns inputs that agree into an output "
-                    f"{explain.fmt(t.excess, '.3g')}x beyond precision"
-                    + (" (an elementwise activation moves each element by at most its largest slope times the input's "
-                       "difference, plus one rounding)" if t.strict else "") + "; ",
+        "operator": jump,
         "overflow": f"Overflow: {node.key} is the first call to produce Inf/NaN from finite inputs; ",
         "argument": f"The difference enters {node.key} through its argument {f.argument}"
                     + (f" ({difference})" if difference else "") + "; ",

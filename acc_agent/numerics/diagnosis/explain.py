@@ -127,6 +127,9 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
                     + where)
         return (f"{t.name} differs ({err}) although it is the same data as {t.producer.name}, which agrees: it was "
                 f"changed between the two calls" + where)
+    if t.strict == "reordered":
+        return (f"every input of {node.key} is bit-identical to the golden's (equal md5) while its output {t.name} holds, "
+                "most likely, the same values in other places (md5 differs, Max/Min/Mean/Norm equal)")
     return (f"{err} = {fmt(t.excess)}x the allowed error ({_ref(use_bench)}) while every input of {node.key} is "
             "within precision")
 

@@ -106,7 +106,9 @@ class Tensor:
     leaf: str | None = None  # data | parameter | mask | other (inputs without producer)
     excess: float = math.nan  # > 1 beyond precision; nan not judged
     gross: bool = False
-    strict: bool = False  # beyond a bound rounding cannot break (not a heuristic allowance): never an excursion
+    # beyond a bound rounding cannot break, not a heuristic allowance (never an excursion, never accumulation):
+    # "slope" (an activation's slope bound) | "reordered" (bit-identical inputs, the same values moved)
+    strict: str | None = None
     direction: str = "forward"  # forward | backward (backward and parameters_grad calls)
 
     @property
