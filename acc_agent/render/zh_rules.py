@@ -246,6 +246,11 @@ RULES: list[tuple[str, str]] = [
     (r"One localised jump: (?P<node>\S+) gets bit-identical inputs \(equal md5\) and returns, most likely, the same "
      r"values in other places \(its output's md5 differs while Max/Min/Mean/Norm are equal\); ",
      "单点跳变：{node} 的输入逐位相同（md5 相等），输出很可能是同样的数值换了位置（输出 md5 不同而 Max/Min/Mean/Norm 相等）；"),
+    (r"One localised jump: (?P<node>\S+) does not compute what its inputs say: its output is (?P<r>\S+) \(relative "
+     r"L2\) away from the call re-computed in float64 from the target's own recorded inputs and arguments, (?P<x>\S+)x "
+     r"what the output's own (?P<dtype>\S+) rounding explains; ",
+     "单点跳变：{node} 没有按其输入计算：用目标侧自己记录的输入和参数以 float64 重算该调用，其输出与重算结果相差 {r}（相对 L2），"
+     "是输出自身 {dtype} 舍入所能解释的 {x} 倍；"),
     (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision; ",
      "单点跳变：{node} 的输入一致，输出却超出精度 {x} 倍；"),
     (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision \(an "
@@ -282,6 +287,9 @@ RULES: list[tuple[str, str]] = [
     (r"^every input of (?P<node>\S+) is bit-identical to the golden's \(equal md5\) while its output (?P<name>\S+) holds, "
      r"most likely, the same values in other places \(md5 differs, Max/Min/Mean/Norm equal\)$",
      "{node} 的每个输入都与标杆逐位相同（md5 相等），而其输出 {name} 很可能是同样的数值换了位置（md5 不同，Max/Min/Mean/Norm 相等）"),
+    (r"^re-computed in float64 from the target's own recorded inputs and arguments, (?P<node>\S+) gives an output "
+     r"(?P<r>\S+) \(relative L2\) away from the target's (?P<name>\S+); its own rounding explains (?P<a>\S+)$",
+     "用目标侧自己记录的输入和参数以 float64 重算，{node} 的结果与目标侧的 {name} 相差 {r}（相对 L2）；其自身舍入只能解释 {a}"),
     (r"the difference reaches (?P<e>\S+) relative error at the end of the pass \((?P<name>\S+)\)\.",
      "差异在该方向末尾达到 {e} 的相对误差（{name}）。"),
     (r"the Inf/NaN do not reach the end of the pass \((?P<name>\S+) is finite\)\.",

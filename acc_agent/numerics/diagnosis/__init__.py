@@ -41,6 +41,7 @@ from acc_agent.numerics.diagnosis.graph import (
 from acc_agent.numerics.diagnosis.judge import judge
 from acc_agent.numerics.diagnosis.localise import Finding, dead_end, final_tensor, find, in_pass
 from acc_agent.numerics.diagnosis.ranks import combine_ranks
+from acc_agent.numerics.diagnosis.recheck import recheck
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -139,6 +140,8 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
                         "layer can be blamed.",
             next_actions=["Re-dump both runs with msprobe task 'statistics' (the default) or 'tensor', and check "
                           "that names pair (a mapping file pairs renamed layers)."], **base)
+    if not use_bench and compared_by == "tensor":
+        recheck(tensors, target)
     finding = find(graph, direction, golden, target)
     final = final_tensor(graph, direction)
     if finding is None:
@@ -251,6 +254,11 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
             f"{explain.fmt(t.excess, '.3g')}x beyond precision"
             + (" (an elementwise activation moves each element by at most its largest slope times the input's "
                "difference, plus one rounding)" if t.strict == "slope" else "") + "; ")
+    if t.strict == "recomputed" and t.recomputed is not None:
+        jump = (f"One localised jump: {node.key} does not compute what its inputs say: its output is "
+                f"{explain.fmt(t.recomputed, '.3g')} (relative L2) away from the call re-computed in float64 from the "
+                f"target's own recorded inputs and arguments, {explain.fmt(t.excess, '.3g')}x what the output's own "
+                f"{budgets.canonical_dtype(t.m.dtype)} rounding explains; ")
     if t.strict == "reordered":
         jump = (f"One localised jump: {node.key} gets bit-identical inputs (equal md5) and returns, most likely, the same values in "
                 "other places (its output's md5 differs while Max/Min/Mean/Norm are equal); ")

@@ -127,6 +127,10 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
                     + where)
         return (f"{t.name} differs ({err}) although it is the same data as {t.producer.name}, which agrees: it was "
                 f"changed between the two calls" + where)
+    if t.strict == "recomputed" and t.recomputed is not None:
+        return (f"re-computed in float64 from the target's own recorded inputs and arguments, {node.key} gives an output "
+                f"{fmt(t.recomputed, '.3g')} (relative L2) away from the target's {t.name}; its own rounding explains "
+                f"{fmt(t.recomputed / t.excess, '.2g')}")
     if t.strict == "reordered":
         return (f"every input of {node.key} is bit-identical to the golden's (equal md5) while its output {t.name} holds, "
                 "most likely, the same values in other places (md5 differs, Max/Min/Mean/Norm equal)")
