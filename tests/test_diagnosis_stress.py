@@ -190,3 +190,25 @@ def test_target_only_wrapper_stays_unmatched_and_shifts_nothing() -> None:
     assert modules and all(p.golden_name == _golden_module_name(p.target_name) for p in modules)
     assert not [n for n in pairing.unmatched_golden if n.startswith("Module.")]
     assert any("wrappers the golden does not have" in n for n in pairing.notes)
+
+
+@pytest.mark.slow
+def test_golden_fused_region_lists_the_written_out_target_run() -> None:
+    """The diagnosis's details name both sides of a region: the fused call and the whole run it replaces."""
+    if not _cases_importable():
+        pytest.skip("torch and mindstudio-probe (msprobe) are needed to make the dumps")
+    from msprobe_cases import make_case
+
+    from acc_agent.models.compare import CompareDumpsOutput
+    from acc_agent.registry import call_tool
+
+    case = make_case("fused_golden")
+    out = call_tool("compare_dumps", {"golden": str(case.golden), "target": str(case.target), "workers": 1})
+    assert isinstance(out, CompareDumpsOutput) and out.diagnosis is not None
+    regions = out.diagnosis.details.get("fused_regions") or []
+    golden_fused = [r for r in regions if r["fused_side"] == "golden"]
+    assert golden_fused, regions
+    region = golden_fused[0]
+    assert region["golden"] == ["Functional.layer_norm.0.forward"]
+    assert len(region["target_run"]) >= 5 and region["target_run"][0] == region["target"]
+    assert any(k.startswith("Torch.rsqrt.") for k in region["target_run"]), region

@@ -12,6 +12,9 @@ error figure shows. Three judgements catch them without a bench run, each checke
   every re-computed call stays under one unit roundoff, a quarter of the allowance or less;
 - bit-identical inputs and a different output digest with equal statistics is a fault, never precision
   accumulation (``md5_softmax_rolled``).
+
+An fp16 weight-gradient overflow (``fp16_weight_grad_inf``) is named by the gradient that holds the Inf,
+and later Inf/NaN are not said to come from it: the optimizer, not a later call, reads a weight gradient.
 """
 
 from __future__ import annotations
@@ -112,3 +115,16 @@ def test_values_moved_behind_equal_md5_inputs_are_a_fault_not_accumulation() -> 
     assert "grows only" not in out.diagnosis.explanation  # the digest's placeholder error is no growth base
     _assert_translated(out.diagnosis.explanation)
     _assert_translated(out.first_divergence.reason or "")
+
+
+def test_weight_gradient_overflow_names_the_gradient_and_claims_no_spread() -> None:
+    """fp16 weight gradients overflow in two linears: the first is named, the second is not blamed on it."""
+    out = _compare("fp16_weight_grad_inf")
+    assert out.diagnosis is not None and out.first_divergence is not None
+    assert out.diagnosis.category == "operator_fault" and out.diagnosis.pass_walked == "backward"
+    inf_rows = [r.name for r in out.rows if r.name.startswith("Functional.linear.1.backward.output")
+                and (r.target_inf or 0) > 0]
+    assert out.first_divergence.name in inf_rows  # the output that holds the Inf, not output.0
+    assert "reach the end of the pass" not in out.diagnosis.explanation
+    assert "goes to the optimizer" in out.diagnosis.explanation
+    _assert_translated(out.diagnosis.explanation)

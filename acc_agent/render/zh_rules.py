@@ -284,6 +284,8 @@ RULES: list[tuple[str, str]] = [
      "它对最终输出的影响仍在 bench 的舍入噪声内，只有与 bench 的逐层对比才能发现 — 是隐藏在低精度噪声中的真实问题。"),
     (r"the Inf/NaN reach the end of the pass \((?P<name>\S+)\)\.", "Inf/NaN 一直传到该方向的末尾（{name}）。"),
     (r"it is the last compared call of the pass\.", "它是该方向最后一个被对比的调用。"),
+    (r"this gradient goes to the optimizer, not to a later call, so the Inf/NaN at the end of the pass \((?P<name>\S+)\) "
+     r"overflowed elsewhere\.", "该梯度只交给优化器、不被后续调用读取，因此该方向末尾的 Inf/NaN（{name}）是在别处溢出的。"),
     (r"^every input of (?P<node>\S+) is bit-identical to the golden's \(equal md5\) while its output (?P<name>\S+) holds, "
      r"most likely, the same values in other places \(md5 differs, Max/Min/Mean/Norm equal\)$",
      "{node} 的每个输入都与标杆逐位相同（md5 相等），而其输出 {name} 很可能是同样的数值换了位置（md5 不同，Max/Min/Mean/Norm 相等）"),

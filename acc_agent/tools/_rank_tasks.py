@@ -79,10 +79,15 @@ class RankTask:
 
 
 class FusedRegion(TypedDict):
-    """A fused target API paired with the golden APIs it replaces, as the diagnosis's details list it."""
+    """A fused API paired with the run of decomposed APIs it replaces, as the diagnosis's details list it.
+
+    ``fused_side`` says which run holds the fused call: ``target`` (``target`` is it, ``golden`` the
+    decomposed golden run) or ``golden`` (``golden`` is it, ``target_run`` the decomposed target run)."""
 
     rank: str | None
+    fused_side: str
     target: str
+    target_run: list[str]
     golden: list[str]
     note: str
 
@@ -150,7 +155,9 @@ def plan_rank(g: Dump, t: Dump, b: Dump | None, key: str, multi: bool, mapping: 
     return RankPlan(
         jobs=jobs, stat_pairs=stat_pairs, with_scalars=not tensor_pairs,
         notes=[prefix_note + n for n in pairing.notes],
-        regions=[FusedRegion(rank=key or None, target=r.target_key, golden=list(r.golden_keys), note=r.note)
+        regions=[FusedRegion(rank=key or None, fused_side=r.fused_side, target=r.target_key,
+                             target_run=list(r.target_keys or (r.target_key,)), golden=list(r.golden_keys),
+                             note=r.note)
                  for r in pairing.regions],
         unmatched_golden=[prefix + n for n in pairing.unmatched_golden],
         unmatched_target=[prefix + n for n in pairing.unmatched_target],

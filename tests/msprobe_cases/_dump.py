@@ -691,6 +691,21 @@ def _fp16_inf(side: str) -> Plan:
     return Plan(_forward(model, x))
 
 
+def _fp16_weight_grad_inf(side: str) -> Plan:
+    """fp16 target whose WEIGHT gradient overflows in backward while every forward tensor is finite."""
+    model = MLP((16, 32, 8))
+    x = 200.0 * _x((64, 16)).abs()  # positive inputs: each weight gradient sums 64 same-signed products
+    if side == "target":
+        model.half()
+        x = x.half()
+
+    def step() -> None:
+        out = model(x)
+        out.backward(torch.full_like(out, 50.0))  # d(50 * sum(out)): no loss to overflow in the forward
+
+    return Plan(step)
+
+
 def _two_ranks(side: str, rank: int) -> Plan:
     model = EmbedNet()
     ids = torch.randint(0, 32, (2, 5), generator=_gen(10 + rank))
@@ -891,6 +906,7 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "fused_golden": lambda side, rank: _fused_golden(side),
     "tanh_gelu_clean": lambda side, rank: _tanh_gelu_clean(side),
     "wrapped_mix": lambda side, rank: _wrapped_mix(side),
+    "fp16_weight_grad_inf": lambda side, rank: _fp16_weight_grad_inf(side),
     "bf16_gelu_sparse": lambda side, rank: _bf16_sparse_fault(side, "gelu", 1.05, 5),
     "bf16_gelu_sparse_3pct": lambda side, rank: _bf16_sparse_fault(side, "gelu", 1.03, 5),
     "bf16_layernorm_sparse": lambda side, rank: _bf16_sparse_fault(side, "layer_norm", 1.04, 4),

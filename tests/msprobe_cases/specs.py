@@ -196,6 +196,13 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "layer it wraps, with the same tensors), which the golden lacks. The target's gelu in layers.2 "
              "(third gelu call) adds 1.0 to every 5th element.", "operator_fault", "Functional.gelu.2.forward",
              pass_="forward", same_keys=False),
+    CaseSpec("fp16_weight_grad_inf", "MLP 16-32-8 (fc1, gelu, fc2), forward, then backward with an output gradient of 50 everywhere, L1 "
+             "tensor. Golden fp32; target model.half() with input 200 * |N(0,1)| of shape (64, 16). Every forward "
+             "tensor is finite in fp16, but fc2's weight gradient sums 64 same-signed products of about 50 * 60 "
+             "and overflows (fp16 max 65504): Functional.linear.1.backward is the first call whose inputs are finite "
+             "and whose output (the weight gradient, not the input gradient output.0) holds Inf.",
+             "operator_fault", "Functional.linear.1.backward", pass_="backward", differing_inputs=(),
+             target_inf_at="Functional.linear.1.backward"),
     CaseSpec("bf16_gelu_sparse", "MLP 16-32-32-32-8, forward only, L1 tensor, no bench. Golden fp32, target "
              "model.bfloat16() whose second gelu call is 5 % too large on every 5th element (20 %): the output's "
              "relative L2 error (~2 %) stays far under a per-tensor bf16 budget, but it jumps ~4x over its "

@@ -234,7 +234,11 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         tail = ("its effect on the final outputs stays within the bench's rounding noise, so only the layer-by-layer "
                 "comparison against the bench shows it — a real fault hidden inside low-precision noise.")
     elif final is not None and final is not t and final.m.target_nonfinite and not final.m.golden_nonfinite:
-        tail = f"the Inf/NaN reach the end of the pass ({final.name})."
+        if id(t) in graph.parameter_gradients:  # read by the optimizer only: later Inf/NaN do not come from it
+            tail = (f"this gradient goes to the optimizer, not to a later call, so the Inf/NaN at the end of the pass "
+                    f"({final.name}) overflowed elsewhere.")
+        else:
+            tail = f"the Inf/NaN reach the end of the pass ({final.name})."
     elif growth is not None and 0.9 <= growth <= 1.1:
         tail = (f"after it the error stays about the same to the end (final/here {growth:.2g}), so it explains the "
                 "final difference.")
