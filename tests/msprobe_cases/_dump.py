@@ -773,8 +773,8 @@ def _md5_softmax_rolled(side: str) -> Plan:
 
 def _bf16_block_clean(side: str) -> Plan:
     """A clean pre-norm transformer block, forward + backward, tensor dump: fp32 golden, bf16 target."""
-    model = TransformerBlock()
-    x = _x((2, 6, 16))
+    model = TransformerBlock(64)
+    x = _x((2, 32, 64))
     if side != "golden":
         model.to(torch.bfloat16)
         x = x.to(torch.bfloat16)

@@ -220,7 +220,8 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "Max/Min/Mean/Norm barely move (the same values in other places); fc2's output then differs by far.",
              "operator_fault", "Functional.softmax.0.forward", pass_="forward"),
     CaseSpec("bf16_block_clean", "Pre-norm transformer block (layer_norm, q/k/v/o attention with a causal mask, "
-             "layer_norm, fc1 16->64, gelu, fc2 64->16, two residual adds), forward + backward, L1 tensor. Golden "
+             "layer_norm, fc1 64->256, gelu, fc2 256->64, two residual adds; d 64, x (2, 32, 64)), forward + backward, L1 "
+             "tensor. Golden "
              "fp32, target model.bfloat16() and bf16 input, no fault, no bench: every difference is bf16 "
              "rounding.", "no_layer_fault", None, clean=True),
     CaseSpec("stats_two_ranks", "Same models and fault as `two_ranks` (rank 1's gelu adds 1.0 to every 5th "
