@@ -131,3 +131,28 @@ def test_backward_fault_in_real_msprobe_dump() -> None:
     assert "changed between the two calls" in fd.reason and fd.direction == "backward"
     assert fd.difference is not None and "1.1x the golden" in fd.difference
     assert all(r.status == "pass" for r in out.rows if ".forward." in r.name)
+
+
+def test_an_overflowed_fp16_norm_over_finite_data_is_no_overflow() -> None:
+    """msprobe reduces Norm in the tensor's dtype: 2,048 fills of -10000 in fp16 give Norm = Infinity.
+
+    The data is finite (Max and Min are), so the row is not an overflow, and its Norm is left out of
+    the statistics error instead of making it infinite; an Inf Max still is an overflow."""
+    from acc_agent.numerics.diagnosis.measure import _bulk_stat_error, stat_error, stats_nonfinite
+
+    scores = np.full(4096, -10000.0, dtype=np.float32)
+    scores[::2] = np.linspace(-3.0, 3.0, 2048, dtype=np.float32)
+    golden = {"Max": 3.0, "Min": -10000.0, "Mean": float(scores.mean()), "Norm": float(np.linalg.norm(scores))}
+    with np.errstate(over="ignore"):
+        fp16_norm = float(np.linalg.norm(scores.astype(np.float16)))  # the reduction overflows in fp16
+    assert fp16_norm == np.inf
+    target = {**golden, "Mean": golden["Mean"] * (1 + 2e-4), "Norm": fp16_norm}
+    assert not stats_nonfinite(target)
+    assert stats_nonfinite({**target, "Max": np.inf})
+    err = stat_error(golden, target, scores.size)
+    assert err is not None and 0 < err < budgets.budget("float16")
+    columns = np.array([[golden[k]] for k in ("Max", "Min", "Mean", "Norm")])
+    target_columns = np.array([[target[k]] for k in ("Max", "Min", "Mean", "Norm")])
+    assert _bulk_stat_error(columns, target_columns, np.array([float(scores.size)]))[0] == pytest.approx(err)
+    target_columns[0, 0] = np.inf
+    assert _bulk_stat_error(columns, target_columns, np.array([float(scores.size)]))[0] == np.inf

@@ -253,6 +253,9 @@ RULES: list[tuple[str, str]] = [
      "是输出自身 {dtype} 舍入所能解释的 {x} 倍；"),
     (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision; ",
      "单点跳变：{node} 的输入一致，输出却超出精度 {x} 倍；"),
+    (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision \(a sum or "
+     r"difference moves each element by at most its inputs' differences added, plus one rounding\); ",
+     "单点跳变：{node} 的输入一致，输出却超出精度 {x} 倍（加法或减法对每个元素的改变至多为各输入差异之和，再加一次舍入）；"),
     (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision \(an "
      r"elementwise activation moves each element by at most its largest slope times the input's difference, plus one "
      r"rounding\); ",

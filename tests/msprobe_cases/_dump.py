@@ -57,7 +57,13 @@ def patch_calls(name: str, calls: set[int] | None, wrong: Callable[..., Tensor])
     The right result is always computed first, so calls outside ``calls`` are bit-identical to
     golden's and the fault sits inside exactly one dumped API call.
     """
-    orig = getattr(F, name)
+    patch_on(F, name, calls, wrong, original_key=name)
+
+
+def patch_on(owner: Any, name: str, calls: set[int] | None, wrong: Callable[..., Tensor],
+             original_key: str | None = None) -> None:
+    """:func:`patch_calls` for any namespace (``torch``, ``torch.Tensor``): wrong on the listed call numbers."""
+    orig = getattr(owner, name)
     counter = [0]
 
     def patched(*args: Any, **kwargs: Any) -> Tensor:
@@ -70,8 +76,9 @@ def patch_calls(name: str, calls: set[int] | None, wrong: Callable[..., Tensor])
 
     patched.__name__ = name
     patched.__qualname__ = name
-    ORIGINAL[name] = orig  # for wrong kernels built on the right one (F.<name> is msprobe's wrapper by then)
-    setattr(F, name, patched)
+    # for wrong kernels built on the right one (F.<name> is msprobe's wrapper by then)
+    ORIGINAL[original_key or f"{getattr(owner, '__name__', owner)}.{name}"] = orig
+    setattr(owner, name, patched)
 
 
 def every(n: int, like: Tensor, offset: int = 0) -> Tensor:
@@ -447,6 +454,59 @@ class TransformerBlock(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
 
 
+class MultiHeadAttention(nn.Module):
+    """Causal multi-head attention: ``masked_fill`` of -10000 above the diagonal, ``F.softmax``, ``torch.matmul``."""
+
+    def __init__(self, d: int = 64, heads: int = 4) -> None:
+        super().__init__()
+        self.q_proj = nn.Linear(d, d)
+        self.k_proj = nn.Linear(d, d)
+        self.v_proj = nn.Linear(d, d)
+        self.o_proj = nn.Linear(d, d)
+        self.heads = heads
+
+    def forward(self, x: Tensor) -> Tensor:
+        b, t, d = x.shape
+        hd = d // self.heads
+        q = self.q_proj(x).view(b, t, self.heads, hd).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, self.heads, hd).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.heads, hd).transpose(1, 2)
+        scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(hd)
+        scores = scores.masked_fill(torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1), -10000.0)
+        out = torch.matmul(F.softmax(scores, dim=-1), v).transpose(1, 2).reshape(b, t, d)
+        return self.o_proj(out)
+
+
+class RMSNorm(nn.Module):
+    """RMS norm written out: x * rsqrt(mean(x^2) + eps) * weight."""
+
+    def __init__(self, d: int, seed: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(1.0 + 0.1 * torch.randn(d, generator=_gen(seed)))
+        self.eps = eps
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class LlamaBlock(nn.Module):
+    """x + attention(rms_norm(x)), then + down(silu(gate(.)) * up(.)) of rms_norm(.): a Llama decoder layer."""
+
+    def __init__(self, d: int = 64, heads: int = 4) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(d, 21)
+        self.self_attn = MultiHeadAttention(d, heads)
+        self.post_attention_layernorm = RMSNorm(d, 22)
+        self.gate_proj = nn.Linear(d, 2 * d, bias=False)
+        self.up_proj = nn.Linear(d, 2 * d, bias=False)
+        self.down_proj = nn.Linear(2 * d, d, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x + self.self_attn(self.input_layernorm(x))
+        h = self.post_attention_layernorm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
 class ConvBN(nn.Module):
     """conv 3->8 (3x3), BatchNorm2d(8) in eval mode with non-trivial running statistics, relu, conv 8->4."""
 
@@ -781,6 +841,23 @@ def _bf16_block_clean(side: str) -> Plan:
     return Plan(_train_step(model, x))
 
 
+def _llama(side: str, dtype: torch.dtype, fault: str | None, shape: tuple[int, ...], backward: bool) -> Plan:
+    """A Llama decoder layer, fp32 golden against a ``dtype`` target; ``fault``: ``silu`` (the SwiGLU
+    activation 5 % too large on every 4th element) or ``residual_add`` (the second residual add, the
+    block's last ``Tensor.__add__``, 4 % too large on every 3rd element)."""
+    model = LlamaBlock(64, 4)
+    x = _x(shape)
+    if side != "golden":
+        model.to(dtype)
+        x = x.to(dtype)
+    if side == "target" and fault == "silu":
+        patch_calls("silu", {0}, scaled_on_every(4, 1.05, 1))
+    if side == "target" and fault == "residual_add":
+        # __add__ calls: attention residual 0, rms_norm eps 1, rms_norm eps 2, MLP residual 3
+        patch_on(torch.Tensor, "__add__", {3}, scaled_on_every(3, 1.04, 0))
+    return Plan(_train_step(model, x) if backward else _forward(model, x))
+
+
 def _renamed(side: str, level: str) -> Plan:
     model: nn.Module = GoldenNamed() if side == "golden" else TargetNamed()
     if side == "target":
@@ -907,6 +984,9 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "tanh_gelu_clean": lambda side, rank: _tanh_gelu_clean(side),
     "wrapped_mix": lambda side, rank: _wrapped_mix(side),
     "fp16_weight_grad_inf": lambda side, rank: _fp16_weight_grad_inf(side),
+    "fp16_llama_clean": lambda side, rank: _llama(side, torch.float16, None, (2, 16, 64), True),
+    "fp16_llama_silu_sparse": lambda side, rank: _llama(side, torch.float16, "silu", (2, 16, 64), True),
+    "bf16_residual_add_sparse": lambda side, rank: _llama(side, torch.bfloat16, "residual_add", (2, 8, 64), False),
     "bf16_gelu_sparse": lambda side, rank: _bf16_sparse_fault(side, "gelu", 1.05, 5),
     "bf16_gelu_sparse_3pct": lambda side, rank: _bf16_sparse_fault(side, "gelu", 1.03, 5),
     "bf16_layernorm_sparse": lambda side, rank: _bf16_sparse_fault(side, "layer_norm", 1.04, 4),

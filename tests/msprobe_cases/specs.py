@@ -203,6 +203,18 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "and whose output (the weight gradient, not the input gradient output.0) holds Inf.",
              "operator_fault", "Functional.linear.1.backward", pass_="backward", differing_inputs=(),
              target_inf_at="Functional.linear.1.backward"),
+    CaseSpec("fp16_llama_clean", "Llama decoder layer (RMSNorm written out, causal 4-head attention with a -10000 "
+             "masked_fill, SwiGLU), d 64, x (2, 16, 64), forward + backward, L1 tensor. Golden fp32, target "
+             "model.half(), no fault, no bench. msprobe computes Norm in fp16: the masked scores' Norm (~3e5) is "
+             "recorded as Infinity over finite data, which is no overflow.", "no_layer_fault", None, clean=True),
+    CaseSpec("fp16_llama_silu_sparse", "`fp16_llama_clean` whose SwiGLU silu is 5 % too large on every 4th element "
+             "on the target; the masked scores' Norm is Infinity before it, on finite data.", "operator_fault",
+             "Functional.silu.0.forward", pass_="forward", jump_over_inputs=2.0),
+    CaseSpec("bf16_residual_add_sparse", "The Llama decoder layer, forward only, L1 tensor, x (2, 8, 64), golden fp32, "
+             "target bfloat16 whose second residual add (Tensor.__add__.3) is 4 % too large on every 3rd element: "
+             "relative to the wide residual stream its inputs' error is small, but its absolute error is 6x what its "
+             "inputs' absolute errors and one rounding explain.", "operator_fault", "Tensor.__add__.3.forward",
+             pass_="forward", jump_over_inputs=2.0),
     CaseSpec("bf16_gelu_sparse", "MLP 16-32-32-32-8, forward only, L1 tensor, no bench. Golden fp32, target "
              "model.bfloat16() whose second gelu call is 5 % too large on every 5th element (20 %): the output's "
              "relative L2 error (~2 %) stays far under a per-tensor bf16 budget, but it jumps ~4x over its "

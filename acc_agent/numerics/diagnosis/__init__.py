@@ -256,8 +256,10 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         tail = f"how its error travels on to the end of the pass cannot be measured ({final.name} has no error figure)."
     jump = (f"One localised jump: {node.key} turns inputs that agree into an output "
             f"{explain.fmt(t.excess, '.3g')}x beyond precision"
-            + (" (an elementwise activation moves each element by at most its largest slope times the input's "
-               "difference, plus one rounding)" if t.strict == "slope" else "") + "; ")
+            + {"slope": " (an elementwise activation moves each element by at most its largest slope times the "
+                        "input's difference, plus one rounding)",
+               "sum": " (a sum or difference moves each element by at most its inputs' differences added, plus one "
+                      "rounding)"}.get(t.strict or "", "") + "; ")
     if t.strict == "recomputed" and t.recomputed is not None:
         jump = (f"One localised jump: {node.key} does not compute what its inputs say: its output is "
                 f"{explain.fmt(t.recomputed, '.3g')} (relative L2) away from the call re-computed in float64 from the "

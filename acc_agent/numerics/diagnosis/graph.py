@@ -107,7 +107,7 @@ class Tensor:
     excess: float = math.nan  # > 1 beyond precision; nan not judged
     gross: bool = False
     # beyond a bound rounding cannot break, not a heuristic allowance (never an excursion, never accumulation):
-    # "slope" (an activation's slope bound) | "reordered" (bit-identical inputs, the same values moved) |
+    # "slope" (an activation's slope bound) | "sum" (a sum's: its inputs' errors added) | "reordered" (bit-identical inputs, the same values moved) |
     # "recomputed" (the call re-computed from the target's own inputs does not give its output; see recheck)
     strict: str | None = None
     recomputed: float | None = None  # relative L2 residual of that re-computation

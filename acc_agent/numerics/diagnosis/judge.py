@@ -25,6 +25,7 @@ import math
 
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis.graph import Graph, Tensor, api_name
+from acc_agent.numerics.diagnosis.measure import numel
 
 AMPLIFICATION = 4.0
 LEAF_ROUNDINGS = 4.0
@@ -50,6 +51,9 @@ ELEMENTWISE_SLOPE = {
     "logsigmoid": 1.0, "sigmoid": 0.25, "hardsigmoid": 1.0 / 6.0, "gelu": 1.13, "silu": 1.1, "mish": 1.09,
     "hardswish": 1.5,
 }
+#: Sums and differences: |(a_t + b_t) - (a_g + b_g)| <= |a_t - a_g| + |b_t - b_g| element by element (a residual
+#: add that is wrong on part of its elements hides behind the larger stream's small relative error otherwise).
+ADDITIVE = frozenset({"add", "radd", "iadd", "sub", "rsub", "isub"})
 #: Roundings of the output an elementwise kernel adds: it computes in a wider type and rounds once (an L2
 #: error of at most one unit roundoff of the output's norm; uniform rounding gives about 0.6 of it).
 ELEMENTWISE_ROUNDINGS = 1.0
@@ -121,9 +125,9 @@ def _flow_excess(t: Tensor, err: float, upstream: float) -> float:
         tight = budgets.unit_roundoff(dtype) * TIGHT_ROUNDINGS
         excess = max(excess, _ratio(err, AMPLIFICATION * incoming + tight))
     if excess <= 1.0 and t.m.measure == "tensor":
-        bound = _elementwise_excess(t)
+        bound, kind = _elementwise_excess(t)
         if bound > 1.0:
-            t.strict = "slope"
+            t.strict = kind
             excess = bound
     if excess <= 1.0 and t.m.norm_err is not None and t.node is not None and t.node.inputs:
         ins = [x.m.norm_err for x in t.node.inputs if x.m.norm_err is not None]
@@ -141,22 +145,38 @@ def _inputs_bit_identical(t: Tensor) -> bool:
     return bool(measured) and all(x.m.measure == "md5" and x.err == 0.0 for x in measured)
 
 
-def _elementwise_excess(t: Tensor) -> float:
-    """An activation's output error against its input's times the activation's largest slope (0: not one)."""
+def _elementwise_excess(t: Tensor) -> tuple[float, str]:
+    """An elementwise call's output error against the bound its inputs' errors set, and which bound
+    (``slope`` or ``sum``; 0 when the call is neither).
+
+    An activation moves each element by at most its largest slope times the input's difference; a sum
+    or difference by at most the inputs' differences added (an input broadcast over the output counts
+    once per copy). Either way the target adds one rounding of the output."""
     node = t.node
     if node is None or t.direction != "forward" or t.row.euc_dist is None or not t.row.golden_norm:
-        return 0.0
-    slope = ELEMENTWISE_SLOPE.get(api_name(node.key).lower().rstrip("_"))
+        return 0.0, ""
+    name = api_name(node.key).lower().strip("_")
     tensors = [x for x in node.inputs if x.row.euc_dist is not None]
-    if slope is None or len(tensors) != 1 or not math.isfinite(tensors[0].row.euc_dist or 0.0):
-        return 0.0
-    if tensors[0].row.golden_shape != t.row.golden_shape:
-        return 0.0
+    if not tensors or not all(math.isfinite(x.row.euc_dist or 0.0) for x in tensors):
+        return 0.0, ""
+    slope = ELEMENTWISE_SLOPE.get(name)
+    if slope is not None and len(tensors) == 1 and tensors[0].row.golden_shape == t.row.golden_shape:
+        incoming, kind = slope * (tensors[0].row.euc_dist or 0.0), "slope"
+    elif name in ADDITIVE and len(tensors) <= 2:
+        total = numel(t.row.golden_shape)
+        counts = [numel(x.row.golden_shape) for x in tensors]
+        if not total or any(not n or total % n for n in counts):
+            return 0.0, ""
+        kind = "sum"
+        incoming = sum((x.row.euc_dist or 0.0) * math.sqrt(total // n) for x, n in zip(tensors, counts, strict=True)
+                       if n)
+    else:
+        return 0.0, ""
     dtype = t.m.dtype
     own = ELEMENTWISE_ROUNDINGS * budgets.unit_roundoff(dtype)
     if budgets.canonical_dtype(dtype) == "float32":
         own = max(own, budgets.ratio_floor(dtype))  # FP32 kernels differ by more than their roundings
-    return _ratio(t.row.euc_dist, slope * (tensors[0].row.euc_dist or 0.0) + own * t.row.golden_norm)
+    return _ratio(t.row.euc_dist, incoming + own * t.row.golden_norm), kind
 
 
 def op_budget(dtype: str | None, measure: str) -> float:

@@ -58,9 +58,22 @@ def entry(dump: Dump | None, name: str | None) -> DumpEntry | None:
 
 
 def stats_nonfinite(stats: dict[str, float | None] | None) -> bool:
+    """Whether the tensor holds Inf/NaN, as far as its statistics say: its Max or Min is not finite.
+
+    Mean and Norm are reductions msprobe computes in the tensor's own dtype: an fp16 attention mask of
+    2,048 fills of -10000 has a Norm of 3.1e5, recorded as Infinity over finite data."""
     if not stats:
         return False
-    return any(v is not None and not math.isfinite(v) for v in stats.values())
+    extremes = [v for v in (stats.get("Max"), stats.get("Min")) if v is not None]
+    return any(not math.isfinite(v) for v in (extremes or [v for v in stats.values() if v is not None]))
+
+
+def _overflowed_reductions(stats: dict[str, float | None]) -> set[str]:
+    """Mean/Norm recorded as Inf/NaN while Max and Min are finite: the reduction overflowed, not the data."""
+    lo, hi = stats.get("Min"), stats.get("Max")
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return set()
+    return {k for k in ("Mean", "Norm") if stats.get(k) is not None and not math.isfinite(stats[k])}  # type: ignore[arg-type]
 
 
 def stat_error(golden: dict[str, float | None] | None, other: dict[str, float | None] | None,
@@ -68,7 +81,8 @@ def stat_error(golden: dict[str, float | None] | None, other: dict[str, float | 
     """Relative difference of two tensors' statistics (see the module docstring); None if incomplete."""
     if not golden or not other:
         return None
-    keys = [k for k in STAT_KEYS if golden.get(k) is not None and other.get(k) is not None]
+    overflowed = _overflowed_reductions(golden) | _overflowed_reductions(other)
+    keys = [k for k in STAT_KEYS if golden.get(k) is not None and other.get(k) is not None and k not in overflowed]
     if "Max" not in keys or "Min" not in keys:
         return None
     g = {k: float(golden[k]) for k in keys}  # type: ignore[arg-type]
@@ -153,8 +167,9 @@ def measure_row(row: DumpRow, golden: Dump | None, target: Dump | None, bench: D
     g_stats = g_entry.stats if g_entry is not None else None
     t_stats = t_entry.stats if t_entry is not None else None
     count = numel((g_entry.shape if g_entry is not None else None) or row.golden_shape)
-    t_bad = bool(row.target_nan or row.target_inf) or stats_nonfinite(t_stats)
-    g_bad = bool(row.golden_nan or row.golden_inf) or stats_nonfinite(g_stats)
+    data = _has_tensor_metrics(row)  # the data itself was compared: its Inf/NaN counts are the truth
+    t_bad = bool(row.target_nan or row.target_inf) or (not data and stats_nonfinite(t_stats))
+    g_bad = bool(row.golden_nan or row.golden_inf) or (not data and stats_nonfinite(g_stats))
     if row.status == "unmatched":
         return Measured(None, None, "none", t_bad, g_bad, dtype)
     g_md5 = getattr(g_entry, "md5", None)
@@ -303,8 +318,8 @@ def measure_rows(rows: list[DumpRow], golden: Dump | None, target: Dump | None, 
         with np.errstate(all="ignore"):
             err = _bulk_stat_error(g_arr, t_arr, n_arr)
             bench_err = _bulk_stat_error(g_arr, b_arr, n_arr) if b_arr is not None else None
-            g_bad = np.any(np.isinf(g_arr), axis=0).tolist()
-            t_bad = np.any(np.isinf(t_arr), axis=0).tolist()
+            g_bad = np.any(np.isinf(g_arr[:2]), axis=0).tolist()  # Max/Min: Mean/Norm may overflow over finite data
+            t_bad = np.any(np.isinf(t_arr[:2]), axis=0).tolist()
             norm_ok = np.isfinite(g_arr[3]) & np.isfinite(t_arr[3]) & (g_arr[3] > 0)
             norm_err = np.where(norm_ok, np.abs(t_arr[3] - g_arr[3]) / np.where(norm_ok, g_arr[3], 1.0), np.nan)
         errs = err.tolist()
@@ -358,10 +373,22 @@ def _as_float(v: float | None) -> float:
         return math.nan
 
 
+def _drop_overflowed_reductions(a: FloatArray) -> FloatArray:
+    """Columns of Max/Min/Mean/Norm with a non-finite Mean or Norm over a finite Max and Min read as NaN
+    (missing): the reduction overflowed in the tensor's dtype (see :func:`stats_nonfinite`)."""
+    import numpy as np
+
+    finite_extremes = np.isfinite(a[0]) & np.isfinite(a[1])
+    out = a.copy()
+    out[2:] = np.where(finite_extremes & ~np.isfinite(a[2:]) & ~np.isnan(a[2:]), np.nan, a[2:])
+    return out
+
+
 def _bulk_stat_error(g: FloatArray, o: FloatArray, numel: FloatArray) -> FloatArray:
     """:func:`stat_error` on columns (rows of Max, Min, Mean, Norm); NaN where it is undefined."""
     import numpy as np
 
+    g, o = _drop_overflowed_reductions(g), _drop_overflowed_reductions(o)
     gmax, gmin, gmean, gnorm = g
     omax, omin, omean, onorm = o
     defined = ~np.isnan(gmax) & ~np.isnan(gmin) & ~np.isnan(omax) & ~np.isnan(omin)
