@@ -107,8 +107,9 @@ class Tensor:
     excess: float = math.nan  # > 1 beyond precision; nan not judged
     gross: bool = False
     # beyond a bound rounding cannot break, not a heuristic allowance (never an excursion, never accumulation):
-    # "slope" (an activation's slope bound) | "sum" (a sum's: its inputs' errors added) | "reordered" (bit-identical inputs, the same values moved) |
-    # "recomputed" (the call re-computed from the target's own inputs does not give its output; see recheck)
+    # "slope" (an activation's slope bound) | "sum" (a sum's: its inputs' errors added) | "reordered"
+    # (bit-identical inputs, the same values moved) | "recomputed" (the call re-computed from the target's
+    # own inputs does not give its output; see recheck)
     strict: str | None = None
     recomputed: float | None = None  # relative L2 residual of that re-computation
     direction: str = "forward"  # forward | backward (backward and parameters_grad calls)
@@ -213,21 +214,24 @@ def build(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: 
     measured = measure_rows(rows, golden, target, bench, precision)
     exclude_fills(rows, measured, golden, target)
     t_by = target.by_name if target is not None else {}
+    get_entry, get_node, append = t_by.get, nodes.get, tensors.append
     for pos, row in enumerate(rows):
         name = row.name
-        key, role = _key_role(name, t_by.get(name))
-        arg = name[len(key) + 1:] if name.startswith(key) and name[len(key):len(key) + 1] == "." else name
-        node = nodes.get(key)
+        key, role = _key_role(name, get_entry(name))
+        n_key = len(key)
+        arg = name[n_key + 1:] if name.startswith(key) and name[n_key:n_key + 1] == "." else name
+        node = get_node(key)
         if node is None:
             node = nodes[key] = Node(key, pos, direction=_direction(key))
         t = Tensor(row, pos, name, key, role, arg, measured[pos], node, direction=node.direction)
         (node.inputs if role == "input" or role == "parameters" else node.outputs).append(t)
-        tensors.append(t)
+        append(t)
     ordered = sorted(nodes.values(), key=lambda n: n.pos)
     _nest(ordered, nodes, target or golden)
     graph = Graph(tensors, ordered, nodes, "none")
-    graph.linked_by = _link(graph, golden, target)
-    _classify_leaves(graph, golden)
+    golden_prints: dict[int, tuple[object, ...] | None] = {}
+    graph.linked_by = _link(graph, golden, target, golden_prints)
+    _classify_leaves(graph, golden, golden_prints)
     return graph
 
 
@@ -322,8 +326,12 @@ def _fingerprint(e: DumpEntry | None, numels: dict[int, tuple[object, int | None
     return ("stats", e.dtype, n, *stats)
 
 
-def _link(graph: Graph, golden: Dump | None, target: Dump | None) -> str:
-    """Give every input its producer (the latest earlier computing output holding the same data)."""
+def _link(graph: Graph, golden: Dump | None, target: Dump | None,
+          golden_prints: dict[int, tuple[object, ...] | None]) -> str:
+    """Give every input its producer (the latest earlier computing output holding the same data).
+
+    ``golden_prints`` gets each input's fingerprint from the golden side (by ``id``), which
+    :func:`_classify_leaves` reuses for the inputs left without a producer."""
     g_by = golden.by_name if golden is not None else {}
     t_by = target.by_name if target is not None else {}
 
@@ -331,6 +339,8 @@ def _link(graph: Graph, golden: Dump | None, target: Dump | None) -> str:
 
     def prints(t: Tensor) -> tuple[object, ...] | None:
         fp = _fingerprint(g_by.get(t.row.__dict__.get("golden_name") or t.name), numels)
+        if t.role == "input" or t.role == "parameters":
+            golden_prints[id(t)] = fp
         return fp if fp is not None else _fingerprint(t_by.get(t.name), numels)
 
     have_prints = any(prints(t) is not None for t in graph.tensors[:64])
@@ -374,7 +384,7 @@ def _is_int(e: DumpEntry | None, t: Tensor) -> bool:
     return d is not None and not budgets.is_float(d) and (d.startswith(("int", "uint")) or d == "bool")
 
 
-def _classify_leaves(graph: Graph, golden: Dump | None) -> None:
+def _classify_leaves(graph: Graph, golden: Dump | None, golden_prints: dict[int, tuple[object, ...] | None]) -> None:
     first_input: dict[str, Tensor] = {}
     for node in graph.nodes:
         if node.inputs:
@@ -387,7 +397,7 @@ def _classify_leaves(graph: Graph, golden: Dump | None) -> None:
         if t.producer is not None or not (t.role == "input" or t.role == "parameters"):
             continue
         g = entry(golden, t.row.__dict__.get("golden_name") or t.name)
-        fp = _fingerprint(g, numels)
+        fp = golden_prints[id(t)] if id(t) in golden_prints else _fingerprint(g, numels)
         if first_input.get(t.direction) is t or (fp is not None and fp == data_prints.get(t.direction)):
             t.leaf = "data"
         elif t.role == "parameters" or _is_param_arg(t):

@@ -21,7 +21,9 @@ Every threshold is a format property or a ratio; nothing is fitted to a model.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Sequence
 
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis.graph import Graph, Tensor, api_name
@@ -71,24 +73,42 @@ def _ratio(err: float, allowed: float) -> float:
 
 
 def judge(graph: Graph, use_bench: bool) -> None:
-    """Set ``excess`` and ``gross`` on every measured tensor, in execution order."""
+    """Set ``excess`` and ``gross`` on every measured tensor, in execution order.
+
+    A default statistics dump has ~300k rows: the common cases (an input that is an earlier output's
+    data, an output judged against its inputs) are inlined with the dtype's budgets looked up once."""
     upstream = {"forward": 0.0, "backward": 0.0}
     gradients = graph.parameter_gradients
+    isfinite, inf = math.isfinite, math.inf
+    per_dtype: dict[str | None, tuple[float, float]] = {}
     for t in graph.tensors:
-        err = t.err
+        m = t.m
+        err = m.err
         if err is None:
             continue
-        dtype = t.m.dtype
-        reduction = id(t) in gradients
-        t.gross = err > budgets.budget(dtype) * (REDUCTION_BUDGETS if reduction else 1.0) or math.isinf(err)
-        if use_bench and t.m.bench_err is not None:
-            t.excess = _ratio(err, budgets.BENCH_RATIO * max(t.m.bench_err, budgets.ratio_floor(dtype)))
+        dtype = m.dtype
+        b = per_dtype.get(dtype)
+        if b is None:
+            b = per_dtype[dtype] = (budgets.budget(dtype), leaf_budget(dtype))
+        budget, leaf = b
+        reduction = bool(gradients) and id(t) in gradients
+        t.gross = err > budget * (REDUCTION_BUDGETS if reduction else 1.0) or err == inf
+        role = t.role
+        is_input = role == "input" or role == "parameters"
+        producer = t.producer
+        if use_bench and m.bench_err is not None:
+            t.excess = _ratio(err, budgets.BENCH_RATIO * max(m.bench_err, budgets.ratio_floor(dtype)))
         elif reduction and not _has_measured_producer(t):
-            t.excess = _ratio(err, AMPLIFICATION * upstream[t.direction] + REDUCTION_BUDGETS * budgets.budget(dtype))
+            t.excess = _ratio(err, AMPLIFICATION * upstream[t.direction] + REDUCTION_BUDGETS * budget)
+        elif is_input and producer is not None and producer.m.err is not None and isfinite(producer.m.err):
+            allowed = 2.0 * producer.m.err + leaf  # the same data as that output: a cast or copy at most
+            t.excess = err / allowed if allowed > 0 else (0.0 if err == 0 else inf)
         else:
             t.excess = _flow_excess(t, err, upstream[t.direction])
-        if math.isfinite(err) and not t.is_input:
-            upstream[t.direction] = max(upstream[t.direction], err)
+        if not is_input and isfinite(err):
+            direction = t.direction
+            if err > upstream[direction]:
+                upstream[direction] = err
 
 
 def _has_measured_producer(t: Tensor) -> bool:
@@ -114,26 +134,29 @@ def _flow_excess(t: Tensor, err: float, upstream: float) -> float:
         # rounding reorders values, the call moved them
         t.strict = "reordered"
         return math.inf
-    incoming = _incoming_error(t)
+    node = t.node
+    inputs = node.inputs if node is not None else ()
+    incoming = _incoming_error(inputs)
     if incoming is None:
         incoming = upstream
-    own = op_budget(dtype, t.m.measure)
-    excess = _ratio(err, AMPLIFICATION * incoming + own)
+    measure = t.m.measure
+    excess = _ratio(err, AMPLIFICATION * incoming + op_budget(dtype, measure))
     if excess <= 1.0 and _leaves_tolerance(t):
         # the call turned inputs that are (almost) all within tolerance into an output of which more than 1 %
         # is not: an element-level jump, judged against a tighter own-rounding allowance
         tight = budgets.unit_roundoff(dtype) * TIGHT_ROUNDINGS
         excess = max(excess, _ratio(err, AMPLIFICATION * incoming + tight))
-    if excess <= 1.0 and t.m.measure == "tensor":
+    if excess <= 1.0 and measure == "tensor":
         bound, kind = _elementwise_excess(t)
         if bound > 1.0:
             t.strict = kind
             excess = bound
-    if excess <= 1.0 and t.m.norm_err is not None and t.node is not None and t.node.inputs:
-        ins = [x.m.norm_err for x in t.node.inputs if x.m.norm_err is not None]
+    norm_err = t.m.norm_err
+    if excess <= 1.0 and norm_err is not None and inputs:
+        ins = [x.m.norm_err for x in inputs if x.m.norm_err is not None]
         if ins:
             allowed = AMPLIFICATION * max(ins) + NORM_ROUNDINGS * budgets.unit_roundoff(dtype)
-            excess = max(excess, _ratio(t.m.norm_err, allowed))
+            excess = max(excess, _ratio(norm_err, allowed))
     return excess
 
 
@@ -179,6 +202,7 @@ def _elementwise_excess(t: Tensor) -> tuple[float, str]:
     return _ratio(t.row.euc_dist, incoming + own * t.row.golden_norm), kind
 
 
+@functools.lru_cache(maxsize=64)
 def op_budget(dtype: str | None, measure: str) -> float:
     """Error one operator's rounding explains, on the scale of the measure used."""
     if measure in ("statistics", "md5"):
@@ -196,12 +220,15 @@ def _leaves_tolerance(t: Tensor) -> bool:
     return bool(ins) and min(ins) >= WITHIN_BAR
 
 
-def _incoming_error(t: Tensor) -> float | None:
-    """Largest error among the inputs of the call that produced ``t`` (None when it has none)."""
-    if t.node is None:
-        return None
-    errs = [x.err for x in t.node.inputs if x.err is not None]
-    if not errs:
-        return None
-    finite = [e for e in errs if math.isfinite(e)]
-    return max(finite) if len(finite) == len(errs) else math.inf
+def _incoming_error(inputs: Sequence[Tensor]) -> float | None:
+    """Largest error among the inputs of a call (None when none has one; inf when one is not finite)."""
+    worst: float | None = None
+    for x in inputs:
+        e = x.m.err
+        if e is None:
+            continue
+        if not math.isfinite(e):
+            return math.inf
+        if worst is None or e > worst:
+            worst = e
+    return worst
