@@ -56,8 +56,8 @@ ELEMENTWISE_SLOPE = {
 #: Sums and differences: |(a_t + b_t) - (a_g + b_g)| <= |a_t - a_g| + |b_t - b_g| element by element (a residual
 #: add that is wrong on part of its elements hides behind the larger stream's small relative error otherwise).
 ADDITIVE = frozenset({"add", "radd", "iadd", "sub", "rsub", "isub"})
-#: Roundings of the output an elementwise kernel adds: it computes in a wider type and rounds once (an L2
-#: error of at most one unit roundoff of the output's norm; uniform rounding gives about 0.6 of it).
+#: Roundings of the output an elementwise kernel adds on each side: it computes in a wider type and rounds
+#: once (an L2 error of at most one unit roundoff of the output's norm; uniform rounding gives about 0.6 of it).
 ELEMENTWISE_ROUNDINGS = 1.0
 
 
@@ -196,7 +196,9 @@ def _elementwise_excess(t: Tensor) -> tuple[float, str]:
     else:
         return 0.0, ""
     dtype = t.m.dtype
-    own = ELEMENTWISE_ROUNDINGS * budgets.unit_roundoff(dtype)
+    # each side rounds its own output: a bf16 golden (a GPU run) adds its rounding to the target's
+    golden_u = budgets.unit_roundoff(t.row.golden_dtype) if budgets.is_float(t.row.golden_dtype) else 0.0
+    own = ELEMENTWISE_ROUNDINGS * (budgets.unit_roundoff(dtype) + min(golden_u, budgets.unit_roundoff(dtype)))
     if budgets.canonical_dtype(dtype) == "float32":
         own = max(own, budgets.ratio_floor(dtype))  # FP32 kernels differ by more than their roundings
     return _ratio(t.row.euc_dist, incoming + own * t.row.golden_norm), kind
