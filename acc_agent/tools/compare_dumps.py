@@ -167,7 +167,7 @@ def precision_change_only(row: DumpRow) -> bool:
     tensor within the target's precision, the verdict follows it.
     """
     from acc_agent.numerics.budgets import canonical_dtype, is_float
-    from acc_agent.tools._stat_rows import MSG_DTYPE, MSG_REL_WARN
+    from acc_agent.tools._stat_rows import MSG_DTYPE, MSG_MD5, MSG_REL_WARN
 
     d = row.__dict__
     if d.get("status") == "warning" and d.get("compare_mode", "tensor") == "tensor":
@@ -175,8 +175,9 @@ def precision_change_only(row: DumpRow) -> bool:
     if d.get("status") != "error":
         return False
     # msprobe's "output norm error 10x the inputs'" warning rides along: at another precision the inputs'
-    # error is often a rounding-sized 1e-8, and the judgement measured the output against its budget
-    if not {MSG_DTYPE} <= set(str(d.get("message") or "").split("; ")) <= {MSG_DTYPE, MSG_REL_WARN}:
+    # error is often a rounding-sized 1e-8, and the judgement measured the output against its budget; in
+    # an md5 dump the digests of two float types always differ
+    if not {MSG_DTYPE} <= set(str(d.get("message") or "").split("; ")) <= {MSG_DTYPE, MSG_REL_WARN, MSG_MD5}:
         return False
     g, t = canonical_dtype(d.get("golden_dtype")), canonical_dtype(d.get("target_dtype"))
     return g is not None and t is not None and g != t and is_float(g) and is_float(t)
@@ -218,8 +219,13 @@ def _summary(rows: list[DumpRow], scalar_rows: Sequence[ScalarRow], keep: list[D
         if differ:
             from acc_agent.numerics.diagnosis.explain import value_text
 
-            summary += (f" (first: {differ[0].name}: target {value_text(differ[0].target.value)} vs golden "
-                        f"{value_text(differ[0].golden.value)})")
+            first = differ[0]
+            if first.target.value == first.golden.value and type(first.target.value) is type(first.golden.value):
+                # equal values flagged by msprobe's rule on the call's first output (an output that is None)
+                summary += f" (first: {first.name}: {first.message})"
+            else:
+                summary += (f" (first: {first.name}: target {value_text(first.target.value)} vs golden "
+                            f"{value_text(first.golden.value)})")
     worst = keep[0] if keep else None
     if worst is not None and worst.status != "pass":
         summary += f"; worst: {worst.name} ({worst.status}: {worst.message or 'see metrics'})"
