@@ -3,7 +3,7 @@
 On msprobe's default dumps (~300k statistics rows) the CSV text and the diagnosis take about the
 same time, and neither needs the other until the end: the diagnosis may change only two cells
 per row (Result and Err_message, see ``status_cells``). So children make every line's text from
-the rows as they are at the fork, each its share of the table (``statistics_lines``' parts; one
+the rows as they are at the fork, each its share of the table (``statistics_chunks``' parts; one
 child on a 2-core machine, up to ``MAX_PARTS`` where cores are free), into an unnamed draft file
 as the lines are made; then they get the rows the diagnosis left not plainly passing and copy
 their drafts with those cells replaced. One child writes the CSV itself; several write their
@@ -24,10 +24,12 @@ import os
 import pickle
 import shutil
 import tempfile
-from collections.abc import Callable
-from itertools import accumulate
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
+
+import numpy as np
+import numpy.typing as npt
 
 from acc_agent.errors import AccAgentError
 from acc_agent.fork_safety import can_fork
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from acc_agent.models.compare import DumpRow
-    from acc_agent.tools._compare_csv import DumpHeaders
+    from acc_agent.tools._compare_csv import DumpHeaders, LineChunk
     from acc_agent.tools._stat_rows import ScalarRow
 
 #: Fewer rows than this are written in this process: the fork and the wait cost more than they save.
@@ -184,12 +186,12 @@ def _child(rows: list[DumpRow], scalar_rows: Sequence[ScalarRow], dumps: DumpHea
         with os.fdopen(down, "rb") as fh:
             marked: dict[int, tuple[str, str]] = pickle.load(fh)  # our own parent's statuses, our own pipe
         edits = []
-        for i in spans.keys() & (drafted.keys() | marked.keys()):
+        for i, span in spans.find(drafted.keys() | marked.keys()).items():
             state = marked.get(i, _PLAIN)
             if state != drafted.get(i, _PLAIN):
                 d = rows[i].__dict__
                 d["status"], d["message"] = state
-                edits.append((*spans[i], status_cells(rows[i]).encode("utf-8")))
+                edits.append((*span, status_cells(rows[i]).encode("utf-8")))
         edits.sort()
         with draft:
             if number is None:  # the only child: it writes the CSV itself
@@ -225,56 +227,73 @@ def _part_file(path: Path, number: int, write: Callable[[BinaryIO], object]) -> 
     return Path(name)
 
 
-#: Pieces of text joined and written at once while drafting.
-_BLOCK = 24_576
+class _Spans:
+    """Where each drafted row's Result and Err_message cells lie in the draft (byte offset, length).
+
+    Kept as arrays, a chunk of lines at a time: a dictionary of ~300k tuples cost ~50 MB and a
+    tenth of a second, and only the few rows the diagnosis marks are ever looked up."""
+
+    def __init__(self) -> None:
+        self._rows: list[npt.NDArray[np.int64]] = []
+        self._offsets: list[npt.NDArray[np.int64]] = []
+        self._widths: list[npt.NDArray[np.int64]] = []
+
+    def add(self, chunk: LineChunk, base: int, ascii_only: bool) -> None:
+        """Note the status cells of a chunk of lines written from byte ``base`` on; ``ascii_only``: every
+        character is one byte."""
+        n = len(chunk.rows)
+        lead = chunk.lead if chunk.lead is not None else np.zeros(n, dtype=np.int64)
+        size: Callable[[str], int] = len if ascii_only else _utf8_len
+        line = np.fromiter(map(size, chunk.lines), np.int64, n)
+        width = np.fromiter(map(size, chunk.status), np.int64, n)
+        if not ascii_only:  # characters to bytes: the text before the status cells
+            lead = np.fromiter(map(_utf8_len, map(str.__getitem__, chunk.lines, map(slice, lead.tolist()))),
+                               np.int64, n)
+        self._rows.append(np.array(chunk.rows, dtype=np.int64))
+        self._offsets.append(base + size(chunk.head) + np.cumsum(line) - line + lead)
+        self._widths.append(width)
+
+    def find(self, rows: Iterable[int]) -> dict[int, tuple[int, int]]:
+        """(offset, length) of each of ``rows`` drafted here."""
+        wanted = np.fromiter(rows, np.int64)
+        if not self._rows or not len(wanted):
+            return {}
+        ids = np.concatenate(self._rows)
+        order = np.argsort(ids, kind="stable")
+        ids = ids[order]
+        at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+        hit = ids[at] == wanted
+        offsets, widths = np.concatenate(self._offsets)[order][at[hit]], np.concatenate(self._widths)[order][at[hit]]
+        return {int(i): (int(o), int(w)) for i, o, w in zip(wanted[hit], offsets, widths, strict=True)}
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8"))
 
 
 def _draft(rows: list[DumpRow], scalar_rows: Sequence[ScalarRow], dumps: DumpHeaders, path: Path,
-           part: tuple[int, int]) -> tuple[BinaryIO, dict[int, tuple[int, int]], dict[int, tuple[str, str]]]:
+           part: tuple[int, int]) -> tuple[BinaryIO, _Spans, dict[int, tuple[str, str]]]:
     """This share of the CSV with the statuses as they are now, in an unnamed temporary file; where
-    each of its rows' Result and Err_message cells lie in it (byte offset, length); and those rows
-    drafted with a status other than a plain pass. The text is written as it is made: a child never
-    holds its whole share."""
-    from acc_agent.tools._compare_csv import statistics_lines, status_cells
+    each of its rows' Result and Err_message cells lie in it; and those rows drafted with a status
+    other than a plain pass. The text is written a chunk of lines at a time as it is made: a child
+    never holds its whole share."""
+    from acc_agent.tools._compare_csv import statistics_chunks
 
     try:
         draft = tempfile.TemporaryFile(dir=path.parent)  # noqa: SIM115 - beside the CSV: the disk it will fill
     except OSError:
         draft = tempfile.TemporaryFile()  # noqa: SIM115 - returned to the caller, who closes it
-    spans: dict[int, tuple[int, int]] = {}
+    spans = _Spans()
     drafted: dict[int, tuple[str, str]] = {}
-    pieces: list[str] = []
-    cells_at: list[tuple[int, int]] = []  # (row index, position of its status piece in ``pieces``)
     written = 0
-    for before, i, after in statistics_lines(rows, scalar_rows, dumps, part):
-        if i < 0:
-            pieces.append(before)
-            continue
-        d = rows[i].__dict__
-        state = (d.get("status", "pass"), d.get("message", ""))
-        if state != _PLAIN:
-            drafted[i] = state
-        cells_at.append((i, len(pieces) + 1))
-        pieces += (before, status_cells(rows[i]), after)
-        if len(pieces) >= _BLOCK:
-            written += _write_block(draft, pieces, cells_at, written, spans)
-            pieces, cells_at = [], []
-    written += _write_block(draft, pieces, cells_at, written, spans)
+    for chunk in statistics_chunks(rows, scalar_rows, dumps, part, leads=True):
+        text = chunk.text()
+        data = text.encode("utf-8")
+        spans.add(chunk, written, len(data) == len(text))
+        drafted.update(chunk.marked)
+        draft.write(data)
+        written += len(data)
     return draft, spans, drafted
-
-
-def _write_block(draft: BinaryIO, pieces: list[str], cells_at: list[tuple[int, int]], base: int,
-                 spans: dict[int, tuple[int, int]]) -> int:
-    """Write ``pieces``, noting each status piece's byte offset and length; returns the bytes written."""
-    text = "".join(pieces)
-    data = text.encode("utf-8")
-    ascii_only = len(data) == len(text)  # else offsets count the bytes of each piece
-    sizes = [len(p) for p in pieces] if ascii_only else [len(p.encode("utf-8")) for p in pieces]
-    ends = list(accumulate(sizes))
-    for i, k in cells_at:
-        spans[i] = (base + ends[k] - sizes[k], sizes[k])
-    draft.write(data)
-    return len(data)
 
 
 def _copy_edited(draft: BinaryIO, out: BinaryIO, edits: list[tuple[int, int, bytes]]) -> None:

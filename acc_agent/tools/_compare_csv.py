@@ -16,10 +16,13 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+import operator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import chain, compress, repeat
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, BinaryIO, TextIO
+from typing import IO, TYPE_CHECKING, BinaryIO, TextIO, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +33,8 @@ from acc_agent.frontend import option
 from acc_agent.models.compare import DumpRow, TensorMetrics
 from acc_agent.numerics.metrics import msprobe_round
 from acc_agent.text_safety import spreadsheet_cell
+from acc_agent.tools._stat_csv_columns import float_reprs as _float_reprs
+from acc_agent.tools._stat_csv_columns import stat_blocks
 from acc_agent.tools._stat_rows import RANK_ARGS, ScalarRow
 
 if TYPE_CHECKING:
@@ -244,89 +249,310 @@ def write_statistics_csv(fh: IO[str], rows: list[DumpRow], scalar_rows: Iterable
     """msprobe's statistics CSV: rows API by API in its order, non-tensor arguments included.
 
     Tensor-mode rows of a mixed comparison get msprobe's six real-data metrics in extra columns.
-    Lines are formatted by hand and written in blocks (quoted like the csv module's QUOTE_MINIMAL):
-    a default dump gives ~300k lines, and the csv module's per-cell work doubled the time."""
-    out = _Lines(fh)
-    for before, i, after in statistics_lines(rows, scalar_rows, dumps):
-        out.line(before if i < 0 else before + status_cells(rows[i]) + after)
-    out.flush()
+    Lines are formatted by hand, a chunk of lines at a time, and written a chunk at a time (quoted
+    like the csv module's QUOTE_MINIMAL): a default dump gives ~300k lines, and the csv module's
+    per-cell work doubled the time."""
+    for chunk in statistics_chunks(rows, scalar_rows, dumps):
+        fh.write(chunk.text())
 
 
 def status_cells(row: DumpRow) -> str:
     """The Result and Err_message cells of a row (and the comma after them): the only cells the
     diagnosis may change after the rows are computed."""
     d = row.__dict__  # statistics rows are sparse (DumpRow.__getattr__): read with the defaults
-    message = d.get("message")
-    return f"{d.get('status', 'pass')},{_quoted(json.dumps(message.split('; '))) if message else '[]'},"
+    return _status_text(d.get("status", "pass"), d.get("message", ""))
 
 
-def statistics_lines(rows: list[DumpRow], scalar_rows: Iterable[ScalarRow], dumps: DumpHeaders,
-                     part: tuple[int, int] | None = None) -> Iterator[tuple[str, int, str]]:
-    """The statistics CSV's lines in order, as ``(before, row index, after)``.
+def _status_text(status: str, message: str) -> str:
+    return f"{status},{_quoted(json.dumps(message.split('; '))) if message else '[]'},"
 
-    A row's line is ``before + status_cells(rows[i]) + after``; a line of no row (the header, a
-    non-tensor argument) has index -1 and is all in ``before``. Keeping the Result cells apart lets
-    the text be made while the diagnosis still decides those two cells (see _background_csv).
+
+#: A row's Result and Err_message as most rows have them, and their cells.
+_PLAIN = ("pass", "")
+_PLAIN_CELLS = _status_text(*_PLAIN)
+
+
+def _follow(lines: list[str], after_row: list[tuple[int, str]]) -> list[str]:
+    """``lines`` with each line of ``after_row`` (row's place, line) after the line of its row."""
+    for k, text in after_row:
+        lines[k] += text
+    return lines
+
+
+class _GradAndPlain(dict[object, str]):
+    """The Requires_grad Consistent and status cells of a row that plainly passes, by the consistency."""
+
+    def __missing__(self, same: object) -> str:
+        return f"{same},{_PLAIN_CELLS}"
+
+
+_SAME_PLAIN = _GradAndPlain({True: f"True,{_PLAIN_CELLS}", False: f"False,{_PLAIN_CELLS}"})
+
+
+@dataclass(slots=True)
+class LineChunk:
+    """Consecutive lines of the statistics CSV, those of rows ``rows``: ``head`` (lines of no row, such
+    as the header or a non-tensor argument, before the first row), then ``lines``.
+
+    Where ``lead`` was asked for, ``lines[k]`` is the line of row ``rows[k]`` (with the lines of no
+    row after it), which holds the row's Result and Err_message cells ``status[k]`` after its first
+    ``lead[k]`` characters: the only cells the diagnosis may change after the rows are made, found
+    again in the text made while it still decides them (see _background_csv). Otherwise ``lead`` is
+    None and ``lines`` may be the whole chunk in one string. ``marked``: the rows of the chunk whose
+    (status, message) is not a plain pass."""
+
+    head: str
+    lines: list[str]
+    rows: list[int]
+    status: list[str]
+    lead: npt.NDArray[np.int64] | None
+    marked: dict[int, tuple[str, str]]
+
+    def text(self) -> str:
+        return self.head + "".join(self.lines)
+
+
+#: Lines per chunk: enough for numpy and orjson to pay off, few enough that a chunk's columns stay
+#: in the CPU cache between the passes over them (4096 measured a few % faster than 8192 or 16384)
+#: and its text (~2 MB) small next to the rows.
+CHUNK = 4096
+#: The fields of a statistics row that its ``__dict__`` usually holds (it is sparse: see DumpRow.__getattr__).
+_USUAL_FIELDS = operator.itemgetter("name", "golden_name", "index", "target_dtype", "golden_dtype", "target_shape",
+                                    "golden_shape", "target_requires_grad", "golden_requires_grad", "compare_mode",
+                                    "pair_method", "target_stats", "golden_stats")
+
+
+def statistics_chunks(rows: list[DumpRow], scalar_rows: Iterable[ScalarRow], dumps: DumpHeaders,
+                      part: tuple[int, int] | None = None, leads: bool = False) -> Iterator[LineChunk]:
+    """The statistics CSV's lines in order, a chunk at a time.
+
     ``part=(lo, hi)``: only the lines of the API calls whose first row index is in [lo, hi) (with the
     header and leading arguments in the part from 0); the parts of a partition, joined in order,
     are the whole table. Rows before ``lo`` are walked, not formatted: a row's stack cell depends
-    on the row before it."""
-    from acc_agent.tools._stat_rows import order_key
+    on the row before it. ``leads``: the chunks say where their rows' status cells are.
 
+    The walk (:class:`_Walk`) only orders the lines and picks each row's stack cell; the rows' text
+    is made a chunk at a time by :class:`_RowText`."""
     lo, hi = part if part is not None else (0, len(rows))
-    mixed = any(r.compare_mode == "tensor" for r in rows)
-    if lo == 0:
-        yield _cells_line(STAT_HEADER + STAT_EXTRA + ([c for c, _ in SIX] if mixed else [])), -1, ""
+    dicts: list[dict[str, object]] = list(map(_DICT, rows))  # sparse (DumpRow.__getattr__): read with defaults
+    try:  # what the walk needs of every row, in one pass over the rows' dicts (C loops where all have them)
+        walked = list(map(_WALKED, dicts))
+    except KeyError:
+        walked = [(d["name"], d.get("compare_mode", "tensor"), d.get("index", 0)) for d in dicts]
+    mixed = "tensor" in map(_SECOND, walked)
+    text = _RowText(rows, dicts, {rank: _dtype_prefix(pair) for rank, pair in dumps.items()}, mixed)
+    text.leads = leads
     groups, loose = _scalar_groups(scalar_rows)
-    prefixes = {rank: _dtype_prefix(pair) for rank, pair in dumps.items()}
-    stacks = _Stacks(dumps)
-    lines = _RowLines(rows, prefixes, mixed)
-    last_api: tuple[str, str] = ("", "")
+    walk = _Walk(list(map(_FIRST, walked)), _Stacks(dumps), mixed)
+    if lo == 0:
+        walk.line(_cells_line(STAT_HEADER + STAT_EXTRA + ([c for c, _ in SIX] if mixed else [])))
     for (_, after), extra in loose.items():
         if after < 0:
-            last_api = yield from _scalar_lines(extra, stacks, last_api, mixed, lo == 0)
-    i, n = 0, len(rows)
-    while i < n and i < hi:
-        emit = i >= lo  # the call's lines belong to the part of its first row
-        r = rows[i]
-        rank = r.__dict__.get("rank") or ""  # statistics rows are sparse: no rank key for a single rank
-        group = groups.get((rank, r.index))
-        members: list[int | ScalarRow]
-        if group is None:
-            members = [i]
-            i += 1
-        else:
-            key, last, srows = group
-            j = i
-            while j < n and (rows[j].__dict__.get("rank") or "") == rank and rows[j].index <= last:
-                j += 1
-            members = sorted([*range(i, j), *srows],
-                             key=lambda x: order_key(rows[x].name if isinstance(x, int) else x.name, key))
-            i = j
-        for m in members:
-            if isinstance(m, int):
-                name = rows[m].__dict__["name"]
-                if not _same_api(name, rank, last_api):
-                    last_api = (rank, _api_key(name))
-                    if not emit:
-                        continue
-                    stack = stacks.cell(rank, last_api[1])
-                    stack = stack if stack == "N/A" else _quoted(stack)
-                elif not emit:
-                    continue
+            walk.scalars(extra, lo == 0)
+    ranks = _ranks(dicts)
+    calls, tails = _call_starts(np.fromiter(map(_THIRD, walked), np.int64, len(walked)), ranks, groups, loose)
+    for part_lines in walk.walk(lo, hi, ranks, calls, tails):
+        yield text.chunk(*part_lines)
+
+
+def _ranks(dicts: list[dict[str, object]]) -> list[str] | None:
+    """Each row's rank key ("" for none), or None where no row has one (a single rank's rows)."""
+    if not any(map(operator.contains, dicts, repeat("rank"))):
+        return None
+    return [d.get("rank") or "" for d in dicts]  # type: ignore[misc]
+
+
+def _call_starts(index: npt.NDArray[np.int64], ranks: list[str] | None,
+                 groups: Mapping[tuple[str, int], tuple[str, int, list[ScalarRow]]],
+                 loose: Mapping[tuple[str, int], list[ScalarRow]]
+                 ) -> tuple[dict[int, tuple[str, list[ScalarRow], int]], dict[int, list[ScalarRow]]]:
+    """Where the calls with non-tensor arguments start ({row: (call key, arguments, row after the
+    call)}), and which rows arguments of calls without a tensor row follow ({row: arguments}).
+
+    The scalar rows name their call's rows by (rank, index). A single rank's rows in index order
+    (the usual table) are found by binary search; any other table by a look-up per row. ``index``:
+    each row's index."""
+    n = len(index)
+    if not n or not (groups or loose):
+        return {}, {}
+    if ranks is None and (n < 2 or bool((index[1:] > index[:-1]).all())):
+        first, second, third = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(2)
+
+        def find(keys: list[tuple[str, int]]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+            """The row of each (rank, index) key, and whether there is one."""
+            wanted = np.fromiter(map(second, keys), np.int64, len(keys))
+            at = np.minimum(np.searchsorted(index, wanted), n - 1)
+            return at, (index[at] == wanted) & np.fromiter(map(operator.not_, map(first, keys)), bool, len(keys))
+
+        found = [*groups.values()]
+        at, ok = find([*groups])
+        ends = np.maximum(np.searchsorted(index, np.fromiter(map(second, found), np.int64, len(found)), "right"), at + 1)
+        found = list(compress(found, ok.tolist()))
+        calls = dict(zip(at[ok].tolist(), zip(map(first, found), map(third, found), ends[ok].tolist(), strict=True),
+                         strict=True))
+        at, ok = find([*loose])
+        return calls, dict(zip(at[ok].tolist(), compress(loose.values(), ok.tolist()), strict=True))
+    rank_of = ranks or [""] * n
+    keys = list(zip(rank_of, index.tolist(), strict=True))
+    calls = {}
+    for p in compress(range(n), map(groups.__contains__, keys)):
+        key, last, srows = groups[keys[p]]
+        end = p
+        while end < n and rank_of[end] == rank_of[p] and keys[end][1] <= last:
+            end += 1
+        calls[p] = (key, srows, end)
+    return calls, {p: loose[keys[p]] for p in compress(range(n), map(loose.__contains__, keys))}
+
+
+_DICT = operator.attrgetter("__dict__")
+_WALKED = operator.itemgetter("name", "compare_mode", "index")
+_SECOND, _THIRD = operator.itemgetter(1), operator.itemgetter(2)
+_TARGET_NAME = operator.attrgetter("target.name")
+
+
+class _Walk:
+    """The order of the statistics CSV's lines and each row's stack cell (msprobe prints an API's
+    stack on its first row only, so the cell depends on the line before).
+
+    The lines so far are ``rows`` (row indices, in order) with ``stacks`` (their stack cells), and
+    ``extras``: the lines of no row, each with the number of ``rows`` before it."""
+
+    def __init__(self, names: list[str], stacks: _Stacks, mixed: bool) -> None:
+        self._names = names
+        self._stacks = stacks
+        self._mixed = mixed
+        self.rows: list[int] = []
+        self._row_stacks: list[str] = []
+        self.extras: list[tuple[int, str]] = []
+        self._last: tuple[str, str] = ("", "")  # the API call of the last line: (rank, key)
+        self._same: tuple[str, ...] = ()  # its key + ".input." (".output.", ".parameters."): where its rows start
+        self._orders: dict[tuple[str, ...], tuple[int, ...]] = {}  # a call's members' name endings -> their order
+
+    def take(self) -> tuple[list[int], list[str], list[tuple[int, str]]]:
+        """The lines so far (rows, their stack cells, extras), for a chunk; the walk goes on with none."""
+        out = self.rows, self._row_stacks, self.extras
+        self.rows, self._row_stacks, self.extras = [], [], []
+        return out
+
+    def line(self, text: str) -> None:
+        """A line of no row."""
+        self.extras.append((len(self.rows), text))
+
+    def _new_call(self, rank: str, name: str) -> str:
+        """Row ``name`` starts a call: it becomes the last one; its stack cell."""
+        cut = max(name.rfind(".input."), name.rfind(".output."), name.rfind(".parameters."))  # _api_key
+        key = name[:cut] if cut > 0 else name.rsplit(".", 1)[0]
+        self._last = (rank, key)
+        self._same = (key + ".input.", key + ".output.", key + ".parameters.") if key else ()  # _starts
+        return self._stacks.quoted(rank, key)
+
+    def walk(self, lo: int, hi: int, ranks: list[str] | None, calls: Mapping[int, tuple[str, list[ScalarRow], int]],
+             tails: Mapping[int, list[ScalarRow]]) -> Iterator[tuple[list[int], list[str], list[tuple[int, str]]]]:
+        """Walk the rows up to ``hi`` (``ranks`` None: all ""), the lines of those from ``lo`` on, a chunk
+        of about CHUNK lines at a time (see :meth:`take`); ``calls``/``tails``: see _call_starts.
+
+        One loop with everything in local names: it runs once per row of a ~300k-row table."""
+        names, orders, mixed, new_call, scalar_stack = self._names, self._orders, self._mixed, self._new_call, \
+            self._scalar_stack
+        rows, row_stacks, extras = self.rows, self._row_stacks, self.extras
+        last_row = min(hi, len(names))
+        stops = sorted({lo, last_row, *calls, *(p + 1 for p in tails)})  # where a run of plain rows ends
+        next_stop = 0
+        i = 0
+        while i < last_row:
+            emit = i >= lo  # a call's lines belong to the part of its first row
+            call = calls.get(i)
+            if call is None:  # rows of calls without arguments, one call each, up to the next row that is not
+                while stops[next_stop] <= i:
+                    next_stop += 1
+                end = min(stops[next_stop], i + CHUNK)
+                if ranks is None:
+                    same = self._same if not self._last[0] else ()
+                    for name in names[i:end]:
+                        if same and name.startswith(same):
+                            stack = "N/A"  # a row of the call of the row before (_same_api)
+                        else:
+                            stack = new_call("", name)
+                            same = self._same
+                        if emit:
+                            row_stacks.append(stack)
                 else:
-                    stack = "N/A"  # msprobe prints an API's stack on its first row only
-                head, tail = lines.get(m)
-                yield head, m, stack + tail
-            else:
-                last_api = yield from _scalar_lines([m], stacks, last_api, mixed, emit)
-        tail_rows = loose.get((rank, rows[i - 1].index))
-        if tail_rows:
-            last_api = yield from _scalar_lines(tail_rows, stacks, last_api, mixed, emit)
+                    last_rank, same = self._last[0], self._same
+                    for name, rank in zip(names[i:end], ranks[i:end], strict=True):
+                        if rank == last_rank and same and name.startswith(same):
+                            stack = "N/A"
+                        else:
+                            stack = new_call(rank, name)
+                            last_rank, same = rank, self._same
+                        if emit:
+                            row_stacks.append(stack)
+                if emit:
+                    rows += range(i, end)
+            else:  # an API call's rows and its non-tensor arguments, in msprobe's order
+                key, srows, end = call
+                rank, count = ranks[i] if ranks else "", end - i
+                ending = operator.itemgetter(slice(len(key) + 1, None))  # a name after its call's key and "."
+                endings = (*map(ending, names[i:end]), *map(ending, map(_TARGET_NAME, srows)))
+                order = orders.get(endings)
+                if order is None:  # order_key depends on the name after the key only: a few such lists repeat
+                    order = orders[endings] = _call_order(endings)
+                for k in order:
+                    if k < count:  # a tensor row
+                        name = names[i + k]
+                        same = self._same
+                        if rank == self._last[0] and same and name.startswith(same):
+                            stack = "N/A"
+                        else:
+                            stack = new_call(rank, name)
+                        if emit:
+                            rows.append(i + k)
+                            row_stacks.append(stack)
+                    else:
+                        s = srows[k - count]
+                        stack = scalar_stack(s)
+                        if emit:
+                            extras.append((len(rows), _scalar_line(s, stack, mixed)))
+            i = end
+            tail_rows = tails.get(i - 1) if tails else None
+            if tail_rows:
+                self.scalars(tail_rows, emit)
+            if len(rows) + len(extras) >= CHUNK:
+                yield self.take()
+                rows, row_stacks, extras = self.rows, self._row_stacks, self.extras
+        if rows or extras:
+            yield self.take()
+
+    def scalars(self, srows: list[ScalarRow], emit: bool) -> None:
+        """Lines of non-tensor arguments (none unless ``emit``)."""
+        for s in srows:
+            stack = self._scalar_stack(s)
+            if emit:
+                self.line(_scalar_line(s, stack, self._mixed))
+
+    def _scalar_stack(self, s: ScalarRow) -> str:
+        """A non-tensor argument's stack cell: its call's stack unless the line before is of it; its call
+        becomes the last one."""
+        api = (s.rank or "", s.key)
+        if api == self._last:
+            return "N/A"
+        self._last, self._same = api, _starts(s.key)
+        return self._stacks.quoted(*api)
+
+
+def _call_order(endings: tuple[str, ...]) -> tuple[int, ...]:
+    """The order of a call's members by the ends of their names (msprobe's order_key)."""
+    from acc_agent.tools._stat_rows import order_key
+
+    return tuple(sorted(range(len(endings)), key=lambda k: order_key("." + endings[k], "")))
+
+
+def _starts(key: str) -> tuple[str, ...]:
+    """How the names of a call's rows start (``_same_api``): none for an empty key."""
+    return (key + ".input.", key + ".output.", key + ".parameters.") if key else ()
 
 
 def split_points(rows: list[DumpRow], parts: int) -> list[tuple[int, int]]:
-    """``parts`` ranges of row indices of about equal size, for :func:`statistics_lines`'s ``part``."""
+    """``parts`` ranges of row indices of about equal size, for :func:`statistics_chunks`'s ``part``."""
     n = len(rows)
     bounds = [n * k // parts for k in range(parts + 1)]
     return [(bounds[k], bounds[k + 1]) for k in range(parts) if bounds[k] < bounds[k + 1]] or [(0, n)]
@@ -335,23 +561,6 @@ def split_points(rows: list[DumpRow], parts: int) -> list[tuple[int, int]]:
 def _cells_line(cells: Iterable[object]) -> str:
     """One CSV line of cells, quoted like csv.QUOTE_MINIMAL."""
     return ",".join(_quoted(c if type(c) is str else str(c)) for c in cells) + "\n"
-
-
-class _Lines:
-    """CSV lines collected and written in blocks; ``cells`` quotes like csv.QUOTE_MINIMAL."""
-
-    def __init__(self, fh: IO[str]) -> None:
-        self._fh = fh
-        self._buf: list[str] = []
-
-    def line(self, text: str) -> None:
-        self._buf.append(text)
-        if len(self._buf) >= 8192:
-            self.flush()
-
-    def flush(self) -> None:
-        self._fh.write("".join(self._buf))
-        self._buf.clear()
 
 
 def _quoted(text: str) -> str:
@@ -375,19 +584,6 @@ def _scalar_groups(scalar_rows: Iterable[ScalarRow]
         else:
             groups.setdefault((rank, s.first_index), (s.key, s.after_index, []))[2].append(s)
     return groups, loose
-
-
-def _scalar_lines(srows: list[ScalarRow], stacks: _Stacks, last_api: tuple[str, str], mixed: bool, emit: bool = True
-                  ) -> Generator[tuple[str, int, str], None, tuple[str, str]]:
-    """The lines of non-tensor arguments (none unless ``emit``); returns the API call of the last one
-    (for the next row's stack cell)."""
-    for s in srows:
-        api = (s.rank or "", s.key)
-        if emit:
-            stack = stacks.cell(api[0], s.key) if api != last_api else "N/A"
-            yield _scalar_line(s, stack, mixed), -1, ""
-        last_api = api
-    return last_api
 
 
 def _same_api(name: str, rank: str, last_api: tuple[str, str]) -> bool:
@@ -419,6 +615,7 @@ class _Stacks:
     def __init__(self, dumps: DumpHeaders) -> None:
         self._paths = {rank: Path(pair[1].source).parent / "stack.json" for rank, pair in dumps.items()}
         self._loaded: dict[str, dict[str, str]] = {}
+        self._quoted: dict[str, dict[str, str]] = {}
 
     def cell(self, rank: str, api: str) -> str:
         table = self._loaded.get(rank)
@@ -426,24 +623,60 @@ class _Stacks:
             table = self._loaded[rank] = _read_stacks(self._paths.get(rank))
         return table.get(api, "N/A")
 
+    def quoted(self, rank: str, api: str) -> str:
+        """:meth:`cell` as a statistics CSV cell ("N/A" unquoted)."""
+        table = self._quoted.get(rank)
+        if table is None:
+            self.cell(rank, "")
+            cells: dict[str, str] = {}  # a default dump's ~100k calls share a few hundred stacks: each quoted once
+            table = self._quoted[rank] = {key: cells.get(text) or cells.setdefault(text, _quoted(text))
+                                          for key, text in self._loaded[rank].items()}
+        return table.get(api, "N/A")
+
 
 def _read_stacks(path: Path | None) -> dict[str, str]:
+    """API -> its stack as msprobe prints it (``str`` of what stack.json holds). Most calls share
+    their stack with many others (each layer's calls come from the same lines): each distinct
+    stack is printed once."""
     if path is None or not path.is_file():
         return {}
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = _load_json(path.read_bytes())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return {}  # a broken stack.json costs the stack column, not the comparison
     if not isinstance(doc, dict):
         return {}
     out: dict[str, str] = {}
     if isinstance(doc.get("0"), list):  # msprobe >= 8: {"0": [[api names], [stack lines]], ...}
+        texts: dict[tuple[str, ...], str] = {}
+        get, strs = texts.get, _STRS
         for item in doc.values():
             if isinstance(item, list) and len(item) == 2 and isinstance(item[0], list):
-                for api in item[0]:
-                    out[str(api)] = str(item[1])
+                apis, stack = item
+                if type(stack) is list and {*map(type, stack)} <= strs:  # the usual list of lines: by value
+                    key = tuple(stack)
+                    text = get(key) or texts.setdefault(key, str(stack))
+                else:
+                    text = str(stack)
+                for api in apis:
+                    out[api if type(api) is str else str(api)] = text
         return out
     return {str(k): str(v) for k, v in doc.items()}
+
+
+_STRS = frozenset({str})
+def _load_json(data: bytes) -> object:
+    """``json.loads``, through orjson where installed: a default dump's stack.json is ~14 MB, which
+    the json module takes a quarter of a second to read. Whatever orjson refuses (NaN literals, say)
+    the json module reads as before."""
+    try:
+        import orjson
+    except ImportError:
+        return json.loads(data.decode("utf-8"))
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data.decode("utf-8"))
 
 
 def _grad(v: object) -> str:
@@ -455,87 +688,159 @@ _NEEDS_QUOTES = ',"\n\r'
 
 def _quoted_all(texts: list[str]) -> list[str]:
     """``_quoted`` over many cells; when none needs quoting (the usual case) the list comes back as it is."""
-    joined = "\x00".join(texts)
-    if not any(c in joined for c in _NEEDS_QUOTES) and not any(t[:1] in _FORMULA_START for t in texts if t):
-        return texts
+    joined = "".join(texts)
+    if not any(c in joined for c in _NEEDS_QUOTES):
+        try:
+            firsts = set(map(_FIRST, texts))
+        except IndexError:  # an empty cell: nothing to quote there, but the set is not worth a second pass
+            firsts = {t[:1] for t in texts}
+        if firsts.isdisjoint(_FORMULA_START):
+            return texts
     return [_quoted(t) for t in texts]
 
 
-class _RowLines:
-    """Statistics rows as CSV lines, made a chunk of rows at a time column by column.
+_FIRST = operator.itemgetter(0)
 
-    A default dump gives ~300k rows: a line per row built from ~15 dictionary reads and an
-    f-string took most of the CSV's time. Here each column of a chunk is one comprehension,
-    the cells many rows share (dtype, shape, rank) are made once, and the numbers come from
-    ``numeric_blocks``. A line is returned as the text before its Result cell and after its
-    NPU_Stack_Info cell: the diagnosis may still change the first, and the stack cell depends on the
-    row before it (msprobe prints an API's stack on its first row only)."""
 
-    CHUNK = 32768
+class _RowText:
+    """Rows as the text of their lines, a chunk of rows at a time, column by column.
 
-    def __init__(self, rows: list[DumpRow], prefixes: Mapping[str, tuple[str, str]], mixed: bool) -> None:
+    A default dump gives ~300k rows: a line per row built from ~15 dictionary reads and its cells
+    one by one took most of the CSV's time. Here a row's fields are read in one pass (one tuple per
+    row, then columns), the cells many rows share (dtype, shape, rank, stack, the statistics of a
+    tensor that is the next call's input) are made once, the numbers come from ``stat_blocks`` in
+    bulk, and the usual table's chunk is one join of its cells: no line is made on its own."""
+
+    def __init__(self, rows: list[DumpRow], dicts: list[dict[str, object]], prefixes: Mapping[str, tuple[str, str]],
+                 mixed: bool) -> None:
         self._rows = rows
+        self._dicts = dicts
         self._prefixes = prefixes
         self._mixed = mixed
-        self._chunks: dict[int, tuple[list[str], list[str]]] = {}
-        self._heads: dict[tuple[object, ...], tuple[object, object, str]] = {}
-        self._plain: dict[str | None, str] = {None: ""}
+        self.leads = False  # whether chunks say where their rows' status cells are (LineChunk.lead)
+        self._heads: dict[tuple[object, ...], str] = {}
+        self._alive: list[object] = []  # the shape lists whose ids key ``_heads``: their ids stay theirs
+        self._plain: dict[object, str] = {None: ""}
 
-    def get(self, pos: int) -> tuple[str, str]:
-        c = pos // self.CHUNK
-        chunk = self._chunks.get(c)
-        if chunk is None:
-            for old in [k for k in self._chunks if k < c - 1]:  # rows are asked in (almost) row order
-                del self._chunks[old]
-            chunk = self._chunks[c] = self._make(c * self.CHUNK, min(len(self._rows), (c + 1) * self.CHUNK))
-        k = pos - c * self.CHUNK
-        return chunk[0][k], chunk[1][k]
+    def chunk(self, rows: list[int], stacks: list[str], extras: list[tuple[int, str]]) -> LineChunk:
+        """The lines of ``rows`` (whose stack cells are ``stacks``) with the lines of no row ``extras``
+        ((number of rows before it, line)) among them: each goes after the line of the row before it."""
+        head = "".join([text for at, text in extras if not at])
+        lines, status, lead, marked = self._lines(rows, stacks, [(at - 1, text) for at, text in extras if at])
+        return LineChunk(head, lines, rows, status, lead, marked)
 
-    def _make(self, lo: int, hi: int) -> tuple[list[str], list[str]]:
-        rows = self._rows[lo:hi]
-        ds = [r.__dict__ for r in rows]  # statistics rows are sparse (DumpRow.__getattr__): read with defaults
-        names = [d["name"] for d in ds]
-        q_names = _quoted_all(names)
-        golden = [d.get("golden_name") for d in ds]
-        name_cells = [q + "," + (q if g == n or not g else _quoted(g))
-                      for q, n, g in zip(q_names, names, golden, strict=True)]
-        ranks = [d.get("rank") for d in ds]
-        heads = [self._head(d, r) for d, r in zip(ds, ranks, strict=True)]
-        blocks = numeric_blocks(rows)
-        t_grad = [d.get("target_requires_grad") for d in ds]
-        g_grad = [d.get("golden_requires_grad") for d in ds]
-        before = [f"{nm},{hd},{bl},{tg == gg},"
-                  for nm, hd, bl, tg, gg in zip(name_cells, heads, blocks, t_grad, g_grad, strict=True)]
+    def _lines(self, rows: list[int], stacks: list[str], after_row: list[tuple[int, str]]
+               ) -> tuple[list[str], list[str], npt.NDArray[np.int64] | None, dict[int, tuple[str, str]]]:
+        """The rows' lines (each followed by the lines in ``after_row`` (row's place, line)), their
+        status cells, where those are in them (``leads``) and the rows not plainly passing. Without
+        ``leads`` the text of the table's usual rows comes as one string: the lines are never made."""
+        if not rows:
+            return [], [], np.zeros(0, dtype=np.int64) if self.leads else None, {}
+        dicts = list(map(self._dicts.__getitem__, rows))
+        try:  # one pass over the rows' dicts, in C where every row has the usual fields
+            fields = list(map(_USUAL_FIELDS, dicts))
+        except KeyError:
+            fields = [(d["name"], d.get("golden_name"), d.get("index", 0), d.get("target_dtype"),
+                       d.get("golden_dtype"), d.get("target_shape"), d.get("golden_shape"),
+                       d.get("target_requires_grad"), d.get("golden_requires_grad"), d.get("compare_mode", "tensor"),
+                       d.get("pair_method"), d.get("target_stats"), d.get("golden_stats")) for d in dicts]
+        (names, golden, indices, t_dtypes, g_dtypes, t_shapes, g_shapes, t_grads, g_grads, modes, methods, t_stats,
+         g_stats) = zip(*fields, strict=True)
+        held = set().union(*dicts)  # the fields a statistics row seldom holds are read only where some row does
+        n = len(rows)
+
+        def column(key: str, default: object) -> list[object]:
+            return list(map(dict.get, dicts, repeat(key), repeat(default))) if key in held else [default] * n
+
+        ranks, t_md5s, g_md5s, md5_equal = (column(k, None) for k in ("rank", "target_md5", "golden_md5", "md5_equal"))
+        states = cast("list[str]", column("status", "pass"))
+        messages = cast("list[str]", column("message", ""))
+        q_names = _quoted_all(list(names))
+        g_names = q_names if golden == names else [q if g == n or not g else _quoted(g)
+                                                    for q, n, g in zip(q_names, names, golden, strict=True)]
+        heads = self._head_cells(t_dtypes, g_dtypes, t_shapes, g_shapes, t_grads, g_grads, ranks)
+        blocks = stat_blocks(t_stats, g_stats, _slow_block)
+        if states.count("pass") == messages.count("") == n:  # every row a plain pass (the usual draft)
+            status, marked = [_PLAIN_CELLS] * n, {}
+        else:
+            status = [_PLAIN_CELLS if s == "pass" and not m else _status_text(s, m)
+                      for s, m in zip(states, messages, strict=True)]
+            marked = {i: (s, m) for i, s, m in zip(rows, states, messages, strict=True) if s != "pass" or m != ""}
         plain = self._cell
-        modes = [d.get("compare_mode", "tensor") for d in ds]
-        eq = [d.get("md5_equal") for d in ds]
-        after = [f",{mo},{plain(rk)},{d['index']},{plain(d.get('pair_method'))},{d.get('target_md5') or ''},"
-                 f"{d.get('golden_md5') or ''},{'' if e is None else e}"
-                 for d, mo, rk, e in zip(ds, modes, ranks, eq, strict=True)]
+        # the Requires_grad Consistent cell with the status cells after it (mostly one of two texts)
+        grad_status = [f"{same},{st}" for same, st in zip(map(operator.eq, t_grads, g_grads), status, strict=True)] \
+            if marked else list(map(_SAME_PLAIN.__getitem__, map(operator.eq, t_grads, g_grads)))
+        if not self._mixed and len(set(modes)) == len(set(ranks)) == len(set(methods)) == 1 \
+                and t_md5s.count(None) == g_md5s.count(None) == md5_equal.count(None) == n:
+            # statistics without MD5 (the usual table): after the status only the stack and index cells change
+            mid, end = f",{modes[0]},{plain(ranks[0])},", f",{plain(methods[0])},,,\n"
+            if not self.leads:  # the chunk's text in one join of its cells
+                ends: Iterable[str] = repeat(end)
+                if after_row:
+                    ends = [end] * n
+                    for k, text in after_row:
+                        ends[k] += text
+                comma = repeat(",")
+                return ["".join(chain.from_iterable(zip(
+                    q_names, comma, g_names, comma, heads, comma, blocks, comma, grad_status, stacks, repeat(mid),
+                    map(str, indices), ends, strict=False)))], status, None, marked
+            lines = [f"{q},{g},{h},{b},{gs}{stack}{mid}{ix}{end}" for q, g, h, b, gs, stack, ix
+                     in zip(q_names, g_names, heads, blocks, grad_status, stacks, map(str, indices), strict=True)]
+            tail = (np.fromiter(map(len, stacks), np.int64, n) + np.fromiter(map(len, map(str, indices)), np.int64, n)
+                    + len(mid) + len(end))
+        else:
+            after = self._after(rows, stacks, modes, ranks, indices, methods, t_md5s, g_md5s, md5_equal)
+            lines = [f"{q},{g},{h},{b},{gs}{a}"
+                     for q, g, h, b, gs, a in zip(q_names, g_names, heads, blocks, grad_status, after, strict=True)]
+            if not self.leads:
+                return _follow(lines, after_row), status, None, marked
+            tail = np.fromiter(map(len, after), np.int64, n)
+        lead = np.fromiter(map(len, lines), np.int64, n) - np.fromiter(map(len, status), np.int64, n) - tail
+        return _follow(lines, after_row), status, lead, marked
+
+    def _after(self, rows: list[int], stacks: list[str], modes: Sequence[object], ranks: Sequence[object],
+               indices: Sequence[object], methods: Sequence[object], t_md5s: Sequence[object],
+               g_md5s: Sequence[object], md5_equal: Sequence[object]) -> list[str]:
+        """Each row's text after its Err_message cell: stack, mode, rank, index, pair method, MD5 cells."""
+        plain = self._cell
         if self._mixed:
             blank = "," * len(SIX)
-            after = [a + ("," + ",".join(_cell(r, f, True) for _, f in SIX) if mo == "tensor" else blank)
-                     for a, r, mo in zip(after, rows, modes, strict=True)]
-        return before, [a + "\n" for a in after]
+            extra = [",".join(["", *(_cell(self._rows[i], f, True) for _, f in SIX)]) if mo == "tensor" else blank
+                     for i, mo in zip(rows, modes, strict=True)]
+        else:
+            extra = [""] * len(rows)
+        return [f"{s},{mo},{plain(rk)},{ix},{plain(pm)},{tm or ''},{gm or ''},{'' if e is None else e}{x}\n"
+                for s, mo, rk, ix, pm, tm, gm, e, x in zip(stacks, modes, ranks, indices, methods, t_md5s, g_md5s,
+                                                            md5_equal, extra, strict=True)]
 
-    def _cell(self, text: str | None) -> str:
+    def _cell(self, text: object) -> str:
         hit = self._plain.get(text)
         if hit is None:
-            hit = self._plain[text] = _quoted(text) if text else ""
+            hit = self._plain[text] = _quoted(text) if text else ""  # type: ignore[arg-type]
         return hit
 
-    def _head(self, d: Mapping[str, object], rank: str | None) -> str:
-        """dtype, shape and requires_grad cells, which most rows share with many others."""
-        tshape, gshape = d.get("target_shape"), d.get("golden_shape")
-        key = (d.get("target_dtype"), d.get("golden_dtype"), id(tshape), id(gshape), d.get("target_requires_grad"),
-               d.get("golden_requires_grad"), rank)
+    def _head_cells(self, t_dtypes: Sequence[object], g_dtypes: Sequence[object], t_shapes: Sequence[object],
+                    g_shapes: Sequence[object], t_grads: Sequence[object], g_grads: Sequence[object],
+                    ranks: Sequence[object]) -> list[str]:
+        """dtype, shape and requires_grad cells, which most rows share with many others (the shapes,
+        lists, by identity: a dump's parser keeps one list per distinct shape)."""
+        keys = list(zip(t_dtypes, g_dtypes, map(id, t_shapes), map(id, g_shapes), t_grads, g_grads, ranks,
+                        strict=True))
+        heads = list(map(self._heads.get, keys))
+        if None in heads:
+            for k, (key, head) in enumerate(zip(keys, heads, strict=True)):
+                if head is None:
+                    heads[k] = self._head(key, t_shapes[k], g_shapes[k])
+        return heads  # type: ignore[return-value]
+
+    def _head(self, key: tuple[object, ...], t_shape: object, g_shape: object) -> str:
         hit = self._heads.get(key)
         if hit is None:
-            t_pre, g_pre = self._prefixes.get(rank or "", ("", ""))
-            text = (f"{_dtype_cell(t_pre, key[0])},{_dtype_cell(g_pre, key[1])},{_shape_cell(tshape)},"
-                    f"{_shape_cell(gshape)},{_grad(key[4])},{_grad(key[5])}")
-            hit = self._heads[key] = (tshape, gshape, text)  # the lists are kept: their ids stay theirs
-        return hit[2]
+            t_pre, g_pre = self._prefixes.get(key[6] or "", ("", ""))  # type: ignore[call-overload]
+            hit = self._heads[key] = (f"{_dtype_cell(t_pre, key[0])},{_dtype_cell(g_pre, key[1])},"
+                                      f"{_shape_cell(t_shape)},{_shape_cell(g_shape)},{_grad(key[4])},{_grad(key[5])}")
+            self._alive.append((t_shape, g_shape))
+        return hit
 
 
 def _dtype_cell(prefix: str, dtype: object) -> str:
@@ -546,130 +851,41 @@ def _shape_cell(shape: object) -> str:
     return "N/A" if shape is None else _quoted(str(shape))
 
 
-def numeric_blocks(rows: Sequence[DumpRow]) -> list[str]:
-    """Each row's 16 statistics cells joined (4 diffs, 4 relative errors, target and golden values).
-
-    Printing floats is most of a 300k-row CSV's time: here each distinct value is printed once
-    (a call's output is the next one's input; weights are equal on both sides), with repr run over
-    whole lists, and only values that are not two finite floats (golden not 0) go one by one."""
-    from acc_agent.tools._stat_rows import stat_arrays, stat_cells
-
-    with_pos = [i for i, r in enumerate(rows) if r.__dict__.get("target_stats") is not None
-                and r.__dict__.get("golden_stats") is not None]
-    with_stats = [rows[i] for i in with_pos]
-    ts_list = [r.__dict__["target_stats"] for r in with_stats]
-    gs_list = [r.__dict__["golden_stats"] for r in with_stats]
-    t_arr, g_arr, plain = stat_arrays(ts_list, gs_list)
-    with np.errstate(all="ignore"):
-        fine = np.isfinite(t_arr) & np.isfinite(g_arr) & plain[:, None]
-        same = fine & (t_arr == g_arr) & ((t_arr != 0) | (np.signbit(t_arr) == np.signbit(g_arr)))
-        fast = fine & (same | (g_arr != 0))
-        diff = t_arr - g_arr
-        pct = np.abs(diff / g_arr * 100)
-    t_txt = np.full(t_arr.shape, "", dtype=object)
-    g_txt = np.full(t_arr.shape, "", dtype=object)
-    d_txt = np.full(t_arr.shape, "0", dtype=object)
-    p_txt = np.full(t_arr.shape, "0", dtype=object)
-    t_txt[fast] = _float_texts(t_arr[fast])
-    g_txt[same] = t_txt[same]
-    other = fast & ~same
-    g_txt[other] = _float_texts(g_arr[other])
-    d_txt[other] = _float_texts(diff[other])  # a call's output is the next call's input: same numbers
-    p_txt[other] = _float_texts(pct[other], "%")
-    for i, j in zip(*np.nonzero(~fast), strict=True):  # NaN/Inf, golden 0, ints, bools, None: msprobe's rules
-        key = _KEYS[j]
-        t, g = ts_list[i].get(key), gs_list[i].get(key)
-        dcell, pcell = stat_cells(t, g)
-        d_txt[i, j], p_txt[i, j], t_txt[i, j], g_txt[i, j] = _quoted(dcell), _quoted(pcell), _text(t), _text(g)
-    cells = list(map(",".join, np.concatenate([d_txt, p_txt, t_txt, g_txt], axis=1).tolist()))
-    if len(with_stats) == len(rows):
-        return cells
-    out = [_missing_block(r.__dict__.get("target_stats"), r.__dict__.get("golden_stats")) for r in rows]
-    for k, i in enumerate(with_pos):
-        out[i] = cells[k]
-    return out
-
-
-def _missing_block(ts: Mapping[str, object] | None, gs: Mapping[str, object] | None) -> str:
-    """The 16 cells of a row without statistics on one side: no differences, the values there are."""
-    return ",".join(["N/A"] * 8 + [_text(ts.get(k)) if ts else "N/A" for k in _KEYS]
-                    + [_text(gs.get(k)) if gs else "N/A" for k in _KEYS])
-
-
-def _float_texts(x: npt.NDArray[np.float64], suffix: str = "") -> list[str]:
-    """repr of finite float64 values (+ ``suffix``), each distinct value printed once (0.0 and -0.0 apart)."""
-    out = np.empty(x.shape, dtype=object)
-    zero = x == 0
-    nonzero = ~zero
-    uniq, inverse = np.unique(x[nonzero], return_inverse=True)
-    texts = float_reprs(uniq)
-    if suffix:
-        texts = [t + suffix for t in texts]
-    out[nonzero] = np.array(texts, dtype=object)[inverse]
-    out[zero & np.signbit(x)] = "-0.0" + suffix
-    out[zero & ~np.signbit(x)] = "0.0" + suffix
-    return out.tolist()
-
-
-#: Where orjson prints a float exactly as Python's repr does: both give the shortest round-trip
-#: digits, positional here; outside it they differ only in how the exponent is written.
-_ORJSON_SAME = (1e-4, 1e16)
-
-
 def float_reprs(x: npt.NDArray[np.float64]) -> list[str]:
-    """``repr`` of each finite float64 value, about 4x faster through orjson's C formatter where installed.
-
-    A 300k-row statistics CSV prints ~2M floats; repr one at a time was the largest part of its time.
-    orjson writes the same shortest digits; only where its exponent notation differs from Python's
-    (outside ``_ORJSON_SAME``) does repr print the value."""
-    values = x.tolist()
-    try:
-        import orjson
-    except ImportError:
-        return list(map(repr, values))
-    mag = np.abs(x)
-    outside = np.flatnonzero((mag < _ORJSON_SAME[0]) | (mag >= _ORJSON_SAME[1]))
-    if 2 * len(outside) > len(values):  # mostly tiny or huge values (relative errors): repr for all, in C
-        return list(map(repr, values))
-    texts = orjson.dumps(values).decode("ascii")[1:-1].split(",") if values else []
-    if len(outside):
-        fixed = np.array(texts, dtype=object)
-        fixed[outside] = list(map(repr, x[outside].tolist()))  # both loops in C
-        return fixed.tolist()
-    return texts
+    """``repr`` of each finite float64 value, in bulk (see _stat_csv_columns)."""
+    return _float_reprs(x)
 
 
 def _scalar_line(s: ScalarRow, stack: str, mixed: bool) -> str:
-    """A non-tensor argument's row, as msprobe prints it (its value in all four statistics columns)."""
-    name = _quoted(s.name)
-    golden_name = name if s.golden_name == s.name else _quoted(s.golden_name)
-    key = _scalar_key(s, mixed)
-    cells = _SCALAR_CELLS.get(key) if key is not None else None
+    """A non-tensor argument's row, as msprobe prints it (its value in all four statistics columns);
+    ``stack``: its stack cell, quoted."""
+    t, g = s.target, s.golden
+    t_name = t.name
+    name = _quoted(t_name)
+    golden_name = name if s.golden_name == t_name else _quoted(s.golden_name)
+    tv, gv = t.value, g.value
+    t_kind, g_kind = type(tv), type(gv)
+    if (t_kind in _PLAIN_SCALARS or (t_kind is float and tv != 0.0 and tv == tv)) \
+            and (g_kind in _PLAIN_SCALARS or (g_kind is float and gv != 0.0 and gv == gv)):
+        g_name = g.name  # what the value cells depend on (a rank argument: its last part, rsplit(".", 1)[-1])
+        value_key = (t.type, t_kind, tv, g.type, g_kind, gv, t_name[t_name.rfind(".") + 1:] in RANK_ARGS,
+                     g_name[g_name.rfind(".") + 1:] in RANK_ARGS, s.status, tuple(s.messages), s.md5_equal, mixed)
+        key: tuple[object, ...] | None = value_key
+        cells = _SCALAR_CELLS.get(value_key)
+    else:  # lists, dicts, zeros whose sign the text shows, NaN which equals nothing: not keyed on
+        key = cells = None
     if cells is None:
         cells = _scalar_cells(s, mixed)
         if key is not None and len(_SCALAR_CELLS) < 65536:
             _SCALAR_CELLS[key] = cells
-    return (f"{name},{golden_name},{cells[0]},{stack if stack == 'N/A' else _quoted(stack)},scalar,"
-            f"{_quoted(s.rank or '')},,exact,{cells[1]}")
+    return (f"{name},{golden_name},{cells[0]},{stack},scalar,"
+            f"{_quoted(s.rank) if s.rank else ''},,exact,{cells[1]}")
 
 
 #: The cells of a scalar row that follow from its values alone, by value: a default dump repeats the
 #: same few arguments (approximate="none", dim=-1, a 0.125 scale) in every layer.
 _SCALAR_CELLS: dict[tuple[object, ...], tuple[str, str]] = {}
 _PLAIN_SCALARS = frozenset({int, str, bool, type(None)})
-
-
-def _scalar_key(s: ScalarRow, mixed: bool) -> tuple[object, ...] | None:
-    """What a scalar row's value cells depend on, or None where the values are not plain enough to key on
-    (lists, dicts, zeros whose sign the text shows, NaN which equals nothing)."""
-    t, g = s.target, s.golden
-    tv, gv = t.value, g.value
-    for v in (tv, gv):
-        kind = type(v)
-        if kind not in _PLAIN_SCALARS and not (kind is float and v != 0.0 and v == v):
-            return None
-    return (t.type, type(tv), tv, g.type, type(gv), gv, t.name.rsplit(".", 1)[-1] in RANK_ARGS,
-            g.name.rsplit(".", 1)[-1] in RANK_ARGS, s.status, tuple(s.messages), s.md5_equal, mixed)
 
 
 def _scalar_cells(s: ScalarRow, mixed: bool) -> tuple[str, str]:
@@ -687,6 +903,20 @@ def _scalar_cells(s: ScalarRow, mixed: bool) -> tuple[str, str]:
     tail = (f"{scalar_md5(s.target)},{scalar_md5(s.golden)},{'' if s.md5_equal is None else s.md5_equal}"
             + ("," * len(SIX) if mixed else "") + "\n")
     return head, tail
+
+
+def _slow_block(ts: Mapping[str, object] | None, gs: Mapping[str, object] | None) -> str:
+    """A row's sixteen statistics cells by msprobe's rules value by value (``stat_blocks`` prints the
+    usual rows in bulk); a row without statistics on a side gets no differences (N/A) and the values
+    there are."""
+    from acc_agent.tools._stat_rows import stat_cells
+
+    if ts is None or gs is None:
+        return ",".join(["N/A"] * 8 + [_text(ts.get(k)) if ts else "N/A" for k in _KEYS]
+                        + [_text(gs.get(k)) if gs else "N/A" for k in _KEYS])
+    cells = [(*stat_cells(ts.get(k), gs.get(k)), ts.get(k), gs.get(k)) for k in _KEYS]
+    return ",".join([_quoted(c[0]) for c in cells] + [_quoted(c[1]) for c in cells] + [_text(c[2]) for c in cells]
+                    + [_text(c[3]) for c in cells])
 
 
 def _text(v: object) -> str:
