@@ -69,3 +69,9 @@ def test_a_gradient_that_cancels_to_zero_is_rounding_noise_not_a_fault() -> None
     # msprobe's own rule (NormRelativeErr > 0.5) still flags the row itself, as msprobe's CSV does
     assert all(r.status == "error" for r in out.rows if r.name == "Functional.conv2d.1.backward.output.2")
     assert "target None vs golden None" not in out.summary
+    # ... but the verdict follows the judgement: both conv bias gradients cancel to rounding level, and the
+    # rest of the backward pass is not judged against their relative error of 1,000
+    assert set(out.diagnosis.details["cancelled_gradients"]) == {"Functional.conv2d.0.backward.output.2",
+                                                                 "Functional.conv2d.1.backward.output.2"}
+    assert out.verdict == "pass", out.summary
+    assert "2 parameter gradients" in out.summary and "cancel to rounding level" in out.summary

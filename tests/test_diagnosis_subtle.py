@@ -128,3 +128,19 @@ def test_weight_gradient_overflow_names_the_gradient_and_claims_no_spread() -> N
     assert "reach the end of the pass" not in out.diagnosis.explanation
     assert "goes to the optimizer" in out.diagnosis.explanation
     _assert_translated(out.diagnosis.explanation)
+
+
+def test_reordering_argument_upstream_of_the_first_statistics_difference_is_named() -> None:
+    """A permute with two axes swapped keeps Max/Min/Mean/Norm: the q.k matmul after it is the first output
+    whose statistics differ, and the error grows 7x to the end. The permute's differing argument is where the
+    difference enters; neither the matmul nor precision accumulation."""
+    out = _compare("stats_permute_axes")
+    assert out.diagnosis is not None and out.first_divergence is not None
+    assert out.diagnosis.category == "operator_fault"
+    assert out.first_divergence.module == "Tensor.permute.0.forward"
+    assert out.first_divergence.enters_through == "argument" and out.first_divergence.argument == "input.3"
+    reason = out.first_divergence.reason or ""
+    assert "keeps the golden's Max/Min/Mean/Norm" in reason and "Torch.matmul.0.forward.output.0" in reason
+    assert "cannot be measured" not in out.diagnosis.explanation
+    _assert_translated(out.diagnosis.explanation)
+    _assert_translated(reason)

@@ -210,6 +210,11 @@ def gc_paused() -> Iterator[None]:
     A 90 MB statistics dump.json becomes ~3M containers; with the collector on, its generation
     scans re-traverse everything built so far and almost double the parse time. Nothing built here
     forms reference cycles, so reference counting still frees all of it.
+
+    On the way out everything built moves to the oldest generation (``freeze`` then ``unfreeze``):
+    left in the youngest, the first allocation after ``enable`` would start a collection that walks
+    all of it (0.7 s of a 13 s statistics comparison). The oldest generation is scanned only after
+    many more survivors, by which time a caller that lives on (a server) has dropped the comparison.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -217,6 +222,8 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 

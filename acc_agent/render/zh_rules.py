@@ -204,6 +204,11 @@ RULES: list[tuple[str, str]] = [
      "网络输入 {name} 已经不同（{t_err}）：两次运行的输入数据不同"),
     (r"the first compared tensor already differs: the two runs were not fed the same data",
      "第一个对比的张量就已不同：两次运行的输入数据不同"),
+    (r"argument (?P<arg>\S+) of (?P<node>\S+) is (?P<tv>.+?) on the target but (?P<gv>.+?) on the golden; its output "
+     r"(?P<out>\S+) keeps the golden's Max/Min/Mean/Norm \(values moved to other places keep them\), and "
+     r"(?P<later>\S+), the first later output that mixes positions, differs \((?P<t_err>" + _B + r")\)",
+     "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；其输出 {out} 的 Max/Min/Mean/Norm 与 golden 相同"
+     "（数值只是换了位置，统计量不变），而之后第一个混合各位置数值的输出 {later} 不同（{t_err}）"),
     (r"argument (?P<arg>\S+) of (?P<node>\S+) is (?P<tv>.+?) on the target but (?P<gv>.+?) on the golden; its tensor "
      r"inputs agree and its output (?P<out>\S+) differs \((?P<t_err>" + _B + r")\)",
      "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；其张量输入一致，而输出 {out} 不同（{t_err}）"),

@@ -85,6 +85,7 @@ class BackgroundCsv:
         self.path = path
         self._rows = rows
         self._open = True  # the pipes are ours to close and the children ours to wait for
+        self._sent = False  # the statuses went down (and those pipe ends are closed)
 
     @classmethod
     def start(cls, rows: list[DumpRow], scalar_rows: Sequence[ScalarRow], dumps: DumpHeaders,
@@ -112,17 +113,25 @@ class BackgroundCsv:
             children.append(_Child(pid, down_w, up_r))
         return cls(children, path, rows)
 
-    def finish(self) -> Path:
-        """Send the rows' statuses after the diagnosis, wait for the table; an error is a child's, as if
-        written here."""
+    def send(self) -> None:
+        """Hand the children the rows' statuses as the diagnosis left them, so that they finish the
+        table while this process builds the rest of the result (once; :meth:`finish` does it if not done)."""
+        if self._sent or not self._open:
+            return
         blob = pickle.dumps(marked_rows(self._rows), protocol=pickle.HIGHEST_PROTOCOL)
-        self._open = False
+        self._sent = True
         for child in self._children:
             try:
                 with os.fdopen(child.to_child, "wb") as down:
                     down.write(blob)
             except BrokenPipeError:
                 pass  # that child has stopped early: its report says why
+
+    def finish(self) -> Path:
+        """Send the rows' statuses (unless :meth:`send` did), wait for the table; an error is a child's, as
+        if written here."""
+        self.send()
+        self._open = False
         reports = []
         for child in self._children:
             with os.fdopen(child.from_child, "rb") as up:
@@ -150,7 +159,7 @@ class BackgroundCsv:
             return
         self._open = False
         for child in self._children:
-            for fd in (child.to_child, child.from_child):
+            for fd in (child.from_child,) if self._sent else (child.to_child, child.from_child):
                 with contextlib.suppress(OSError):
                     os.close(fd)
             with contextlib.suppress(OSError, ChildProcessError):

@@ -42,6 +42,7 @@ class Plan:
     level: str = "L1"
     task: str = "tensor"
     summary_mode: str = "statistics"
+    risk_level: str | None = None  # "ALL": also dump what msprobe's default level skips (permute, cat, to, ...)
 
 
 # --------------------------------------------------------------------------- fault helpers
@@ -824,6 +825,31 @@ def _bf16_sparse_fault(side: str, api: str, factor: float, n: int) -> Plan:
     return Plan(_forward(model, x))
 
 
+class PermuteMHA(nn.Module):
+    """4 heads of 16, t = 16: q/k/v split with ``permute(0, 2, 1, 3)``; the target's q uses ``q_dims``."""
+
+    def __init__(self, q_dims: tuple[int, ...]) -> None:
+        super().__init__()
+        self.q_proj = nn.Linear(64, 64)
+        self.k_proj = nn.Linear(64, 64)
+        self.v_proj = nn.Linear(64, 64)
+        self.o_proj = nn.Linear(64, 64)
+        self.q_dims = q_dims
+
+    def forward(self, x: Tensor) -> Tensor:
+        b, t, d = x.shape
+        q = self.q_proj(x).view(b, t, 4, 16).permute(*self.q_dims)
+        k = self.k_proj(x).view(b, t, 4, 16).permute(0, 2, 1, 3)
+        v = self.v_proj(x).view(b, t, 4, 16).permute(0, 2, 1, 3)
+        attn = F.softmax(torch.matmul(q, k.transpose(-2, -1)) / 4.0, dim=-1)
+        return self.o_proj(torch.matmul(attn, v).transpose(1, 2).reshape(b, t, d))
+
+
+def _stats_permute_axes(side: str) -> Plan:
+    model = PermuteMHA((0, 2, 1, 3) if side == "golden" else (0, 2, 3, 1))
+    return Plan(_forward(model, _x((2, 16, 64), seed=22)), task="statistics", risk_level="ALL")
+
+
 def _md5_softmax_rolled(side: str) -> Plan:
     """md5 dump, fp32 both: the target's softmax returns its right values rolled by one along the features."""
     if side == "target":
@@ -991,6 +1017,7 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "bf16_gelu_sparse_3pct": lambda side, rank: _bf16_sparse_fault(side, "gelu", 1.03, 5),
     "bf16_layernorm_sparse": lambda side, rank: _bf16_sparse_fault(side, "layer_norm", 1.04, 4),
     "md5_softmax_rolled": lambda side, rank: _md5_softmax_rolled(side),
+    "stats_permute_axes": lambda side, rank: _stats_permute_axes(side),
     "bf16_block_clean": lambda side, rank: _bf16_block_clean(side),
 }
 
@@ -1005,6 +1032,8 @@ def _config(plan: Plan, dump_path: Path) -> dict[str, Any]:
     if plan.task == "statistics":
         section["summary_mode"] = plan.summary_mode
     cfg[plan.task] = section
+    if plan.risk_level is not None:
+        cfg["risk_level"] = plan.risk_level
     return cfg
 
 

@@ -41,6 +41,9 @@ class CaseSpec:
     # a fault under the precision's agreement bar (a few % on part of a bf16 tensor): the generator checks
     # instead that the faulty call's output error is at least this many times its inputs'
     jump_over_inputs: float | None = None
+    # a fault statistics cannot see at the faulty call (values moved to other places keep Max/Min/Mean/Norm):
+    # the generator checks instead that the call's outputs agree and this later call's output differs
+    shows_at: str | None = None
     clean: bool = False  # no fault: every paired tensor agrees within the precision's noise
     drift: bool = False  # fault everywhere: every linear output differs a little, growing
     extra_notes: tuple[str, ...] = field(default_factory=tuple)
@@ -231,6 +234,13 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "rolled by one along the features: its input's digest equals the golden's, its output's differs while "
              "Max/Min/Mean/Norm barely move (the same values in other places); fc2's output then differs by far.",
              "operator_fault", "Functional.softmax.0.forward", pass_="forward"),
+    CaseSpec("stats_permute_axes", "Attention (q/k/v/o 64->64, 4 heads of 16, x (2, 16, 64)) whose heads are split with "
+             "permute(0, 2, 1, 3); the target's q uses permute(0, 2, 3, 1) (a layout mix-up in a port), forward "
+             "only, fp32 both, task statistics with risk_level ALL (so permute is dumped). The permute's output "
+             "keeps the golden's Max/Min/Mean/Norm (the same values in other places); the q.k matmul after it "
+             "is the first output whose statistics differ.", "operator_fault", "Tensor.permute.0.forward",
+             pass_="forward", argument="input.3", differing_inputs=("input.3", "input.4"),
+             shows_at="Torch.matmul.0.forward"),
     CaseSpec("bf16_block_clean", "Pre-norm transformer block (layer_norm, q/k/v/o attention with a causal mask, "
              "layer_norm, fc1 64->256, gelu, fc2 256->64, two residual adds; d 64, x (2, 32, 64)), forward + backward, L1 "
              "tensor. Golden "

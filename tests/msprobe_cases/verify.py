@@ -318,6 +318,13 @@ def _check_fault(spec: CaseSpec, g: Side, t: Side) -> dict[str, Any]:
         if not any((diffs[n][0].rel_l2 or 0.0) >= spec.jump_over_inputs * incoming > 0 for n in outputs):
             raise CaseError(f"{spec.name}: no output of {first} jumps {spec.jump_over_inputs}x over its inputs' "
                             f"error {incoming:.3g}: {_describe(diffs, outputs)}")
+    elif spec.shows_at is not None:
+        if not all(diffs[n][0].agrees(diffs[n][1]) for n in outputs):
+            raise CaseError(f"{spec.name}: {first}'s outputs should keep the golden's statistics: "
+                            f"{_describe(diffs, outputs)}")
+        later = diff_entries(g, spec.shows_at, t, spec.shows_at)
+        if not any(d.differs(tol) for n, (d, tol) in later.items() if not _is_input(n)):
+            raise CaseError(f"{spec.name}: no output of {spec.shows_at} differs: {later}")
     elif not any(diffs[n][0].differs(diffs[n][1]) for n in outputs):
         raise CaseError(f"{spec.name}: no output of {first} differs: {_describe(diffs, outputs)}")
     return {

@@ -107,6 +107,12 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
         return f"the network's input {t.name} already differs ({err}): the two runs were not fed the same data"
     if f.enters == "argument" and f.scalar is not None:
         arg, g_val, t_val = f.scalar
+        if f.shows_at is not None:
+            return (f"argument {arg} of {node.key} is {value_text(t_val)} on the target but {value_text(g_val)} on the "
+                    f"golden; its output {t.name} keeps the golden's Max/Min/Mean/Norm (values moved to other places "
+                    f"keep them), and {f.shows_at.name}, the first later output that mixes positions, differs "
+                    f"({'relative error' if f.shows_at.m.measure == 'tensor' else 'statistics differ by'} "
+                    f"{fmt(f.shows_at.err)})")
         return (f"argument {arg} of {node.key} is {value_text(t_val)} on the target but {value_text(g_val)} on the golden; its tensor "
                 f"inputs agree and its output {t.name} differs ({err})")
     if f.enters == "argument":

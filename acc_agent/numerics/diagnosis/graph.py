@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis.measure import (
     STAT_KEYS,
+    Fingerprint,
     Measured,
     entry,
     exclude_fills,
-    measure_rows,
+    measure_and_fingerprint,
     numel,
 )
 
@@ -112,6 +113,7 @@ class Tensor:
     # own inputs does not give its output; see recheck)
     strict: str | None = None
     recomputed: float | None = None  # relative L2 residual of that re-computation
+    cancelled: bool = False  # a parameter gradient whose terms cancel to rounding level, judged in absolute terms
     direction: str = "forward"  # forward | backward (backward and parameters_grad calls)
 
     @property
@@ -211,7 +213,7 @@ def build(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: 
           precision: str | None) -> Graph:
     tensors: list[Tensor] = []
     nodes: dict[str, Node] = {}
-    measured = measure_rows(rows, golden, target, bench, precision)
+    measured, bulk_prints = measure_and_fingerprint(rows, golden, target, bench, precision)
     exclude_fills(rows, measured, golden, target)
     t_by = target.by_name if target is not None else {}
     get_entry, get_node, append = t_by.get, nodes.get, tensors.append
@@ -230,7 +232,7 @@ def build(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: 
     _nest(ordered, nodes, target or golden)
     graph = Graph(tensors, ordered, nodes, "none")
     golden_prints: dict[int, tuple[object, ...] | None] = {}
-    graph.linked_by = _link(graph, golden, target, golden_prints)
+    graph.linked_by = _link(graph, golden, target, golden_prints, bulk_prints)
     _classify_leaves(graph, golden, golden_prints)
     return graph
 
@@ -327,18 +329,21 @@ def _fingerprint(e: DumpEntry | None, numels: dict[int, tuple[object, int | None
 
 
 def _link(graph: Graph, golden: Dump | None, target: Dump | None,
-          golden_prints: dict[int, tuple[object, ...] | None]) -> str:
+          golden_prints: dict[int, Fingerprint | None], bulk_prints: list[Fingerprint | None]) -> str:
     """Give every input its producer (the latest earlier computing output holding the same data).
 
     ``golden_prints`` gets each input's fingerprint from the golden side (by ``id``), which
-    :func:`_classify_leaves` reuses for the inputs left without a producer."""
+    :func:`_classify_leaves` reuses for the inputs left without a producer. ``bulk_prints`` holds
+    the golden fingerprints the measuring pass made (by row position; None: make it here)."""
     g_by = golden.by_name if golden is not None else {}
     t_by = target.by_name if target is not None else {}
 
     numels: dict[int, tuple[object, int | None]] = {}
 
-    def prints(t: Tensor) -> tuple[object, ...] | None:
-        fp = _fingerprint(g_by.get(t.row.__dict__.get("golden_name") or t.name), numels)
+    def prints(t: Tensor) -> Fingerprint | None:
+        fp = bulk_prints[t.pos]
+        if fp is None:
+            fp = _fingerprint(g_by.get(t.row.__dict__.get("golden_name") or t.name), numels)
         if t.role == "input" or t.role == "parameters":
             golden_prints[id(t)] = fp
         return fp if fp is not None else _fingerprint(t_by.get(t.name), numels)

@@ -108,8 +108,10 @@ def judge(graph: Graph, use_bench: bool) -> None:
         if reduction and t.excess > 1.0:
             cancelled = _cancelled_excess(t, budget)
             if cancelled is not None:
-                t.excess, t.gross = cancelled, False
-        if not is_input and isfinite(err):
+                t.excess, t.gross, t.cancelled = cancelled, False, True
+        # a parameter's gradient goes to the optimizer, not to a later call: its error (a cancelled bias
+        # gradient's relative 1,000) must not widen what the rest of the pass is allowed
+        if not is_input and not reduction and isfinite(err):
             direction = t.direction
             if err > upstream[direction]:
                 upstream[direction] = err

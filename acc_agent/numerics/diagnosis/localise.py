@@ -42,6 +42,9 @@ class Finding:
     scalar: tuple[str, object, object] | None = None  # (argument, golden value, target value)
     container: Node | None = None  # module named when the change sits between its recorded children
     notes: list[str] = field(default_factory=list)
+    #: for a call whose statistics cannot show the difference (values moved to other places): the later
+    #: output where it first shows
+    shows_at: Tensor | None = None
 
 
 def in_pass(graph: Graph, direction: str) -> list[Tensor]:
@@ -119,7 +122,39 @@ def _classify(t: Tensor, graph: Graph, golden: Dump | None, target: Dump | None)
     scalar = differing_scalar(node.key, golden, target, t)
     if scalar is not None:
         return Finding(t, node, "argument", argument=scalar[0], scalar=scalar)
+    upstream = _reordering_argument(node, golden, target)
+    if upstream is not None:
+        upstream.shows_at = t
+        return upstream
     return Finding(t, node, "operator")
+
+
+#: How many producing calls back from the first divergence a differing argument is looked for.
+REORDER_HOPS = 4
+
+
+def _reordering_argument(node: Node, golden: Dump | None, target: Dump | None) -> Finding | None:
+    """An earlier call on the way into ``node`` whose scalar argument differs while its output's statistics agree.
+
+    Max/Min/Mean/Norm cannot see values moved to other places: a ``permute`` with two axes swapped gives
+    the same statistics, and the first call that mixes positions (a matmul) is where they first differ.
+    When a call on the data path into it, within a few producing calls, took a different argument
+    (``permute(0, 2, 1, 3)`` against ``permute(0, 1, 2, 3)``), that argument is where the difference
+    entered. Only statistics-measured outputs are walked: tensor data or md5 would have shown the move."""
+    seen: set[int] = set()
+    frontier = [x.producer for x in node.inputs if x.producer is not None and x.link == "data"]
+    for _ in range(REORDER_HOPS):
+        nxt: list[Tensor] = []
+        for out in frontier:
+            if out is None or id(out) in seen or out.node is None or out.beyond or out.m.measure != "statistics":
+                continue
+            seen.add(id(out))
+            scalar = differing_scalar(out.node.key, golden, target, out)
+            if scalar is not None:
+                return Finding(out, out.node, "argument", argument=scalar[0], scalar=scalar)
+            nxt.extend(x.producer for x in out.node.inputs if x.producer is not None and x.link == "data")
+        frontier = nxt
+    return None
 
 
 def _container(node: Node) -> Node | None:
