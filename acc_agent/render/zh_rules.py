@@ -277,6 +277,8 @@ RULES: list[tuple[str, str]] = [
     (r"The difference enters (?P<node>\S+) through its argument (?P<arg>\S+); ", "差异经由参数 {arg} 进入 {node}；"),
     (r"The difference enters between calls, at (?P<where>\S+) \((?P<arg>\S+) of (?P<node>\S+) differs from the output "
      r"it is\); ", "差异在调用之间进入，位于 {where}（{node} 的 {arg} 与其所对应的输出不同）；"),
+    (r"The difference enters between calls, at (?P<where>\S+) \((?P<arg>\S+) of (?P<node>\S+) differs and no recorded "
+     r"call produced it\); ", "差异在调用之间进入，位于 {where}（{node} 的 {arg} 不同，且不由任何已记录的调用产生）；"),
     (r"in the (?P<t_dir>forward|backward) pass; ", "发生在{t_dir}中；"),
     (r"^forward$", "前向"), (r"^backward$", "反向"),
     (r"after it the error changes by (?P<g>\S+)x to the end instead of growing, so it explains the final difference\.",

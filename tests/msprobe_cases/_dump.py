@@ -825,6 +825,48 @@ def _bf16_sparse_fault(side: str, api: str, factor: float, n: int) -> Plan:
     return Plan(_forward(model, x))
 
 
+class InlineGLU(nn.Module):
+    """A gated MLP whose gating is inline aten code (no dumped call): ``down(silu(gate(x)) * up(x))``.
+
+    The swapped one gates the other branch, ``silu(up(x)) * gate(x)``: the first dumped tensor that shows
+    it is down_proj's input, and the module whose inputs agree and whose output differs is this one."""
+
+    def __init__(self, d: int, hidden: int, swapped: bool = False) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(d, hidden, bias=False)
+        self.up_proj = nn.Linear(d, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, d, bias=False)
+        self.swapped = swapped
+
+    def forward(self, x: Tensor) -> Tensor:
+        aten = torch.ops.aten
+        g, u = self.gate_proj(x), self.up_proj(x)
+        a, b = (u, g) if self.swapped else (g, u)
+        return self.down_proj(aten.mul.Tensor(aten.silu.default(a), b))
+
+
+class GLUNet(nn.Module):
+    """fc_in 16->32, two residual InlineGLU blocks (32->64->32), fc_out 32->8."""
+
+    def __init__(self, swapped_second: bool) -> None:
+        super().__init__()
+        self.fc_in = nn.Linear(16, 32)
+        self.mlp1 = InlineGLU(32, 64)
+        self.mlp2 = InlineGLU(32, 64, swapped=swapped_second)
+        self.fc_out = nn.Linear(32, 8)
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = self.fc_in(x)
+        x = x + self.mlp1(x)
+        x = x + self.mlp2(x)
+        return self.fc_out(x)
+
+
+def _mix_inline_glu(side: str) -> Plan:
+    model = GLUNet(swapped_second=side == "target")
+    return Plan(_forward(model, _x((4, 16), seed=16)), model=model, level="mix")
+
+
 class PermuteMHA(nn.Module):
     """4 heads of 16, t = 16: q/k/v split with ``permute(0, 2, 1, 3)``; the target's q uses ``q_dims``."""
 
@@ -1018,6 +1060,7 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "bf16_layernorm_sparse": lambda side, rank: _bf16_sparse_fault(side, "layer_norm", 1.04, 4),
     "md5_softmax_rolled": lambda side, rank: _md5_softmax_rolled(side),
     "stats_permute_axes": lambda side, rank: _stats_permute_axes(side),
+    "mix_inline_glu": lambda side, rank: _mix_inline_glu(side),
     "bf16_block_clean": lambda side, rank: _bf16_block_clean(side),
 }
 

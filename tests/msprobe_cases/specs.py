@@ -241,6 +241,12 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "is the first output whose statistics differ.", "operator_fault", "Tensor.permute.0.forward",
              pass_="forward", argument="input.3", differing_inputs=("input.3", "input.4"),
              shows_at="Torch.matmul.0.forward"),
+    CaseSpec("mix_inline_glu", "GLUNet (fc_in 16->32, two residual gated MLPs 32->64->32 whose silu gating is "
+             "inline aten code that msprobe does not dump, fc_out 32->8), mix level, L1 tensor, forward only, fp32 "
+             "both. The target's second MLP gates the other branch (silu(up) * gate): the first dumped tensor that "
+             "differs is its down_proj linear's input; the module whose inputs agree and whose output differs is "
+             "mlp2.", "operator_fault", "Functional.linear.6.forward", pass_="forward",
+             differing_inputs=("input.0",), also_accept=("Module.mlp2.InlineGLU.forward.0",)),
     CaseSpec("bf16_block_clean", "Pre-norm transformer block (layer_norm, q/k/v/o attention with a causal mask, "
              "layer_norm, fc1 64->256, gelu, fc2 256->64, two residual adds; d 64, x (2, 32, 64)), forward + backward, L1 "
              "tensor. Golden "

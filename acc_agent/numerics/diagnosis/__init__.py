@@ -279,8 +279,10 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         "overflow": f"Overflow: {node.key} is the first call to produce Inf/NaN from finite inputs; ",
         "argument": f"The difference enters {node.key} through its argument {f.argument}"
                     + (f" ({difference})" if difference else "") + "; ",
-        "between_operators": f"The difference enters between calls, at {where} ({f.argument} of {node.key} "
-                             "differs from the output it is); ",
+        "between_operators": (f"The difference enters between calls, at {where} ({f.argument} of {node.key} "
+                              "differs from the output it is); ") if t.producer is not None else
+                             (f"The difference enters between calls, at {where} ({f.argument} of {node.key} differs "
+                              "and no recorded call produced it); "),
     }.get(f.enters, "")
     explanation = lead + f"in the {direction} pass; " + tail
     if measured is not None:

@@ -168,7 +168,10 @@ def _container(node: Node) -> Node | None:
             continue
         ins = [x for x in anc.inputs if x.judged]
         outs = [x for x in anc.outputs if x.judged]
-        if outs and any(x.gross or x.beyond for x in outs) and ins and all(not x.beyond for x in ins):
+        # its inputs agree: not beyond precision, and not grossly off either (an input judged against the error
+        # the calls recorded inside the module already carry, as mix level records the module after them, is
+        # "within" without agreeing)
+        if outs and any(x.gross or x.beyond for x in outs) and ins and all(not x.beyond and not x.gross for x in ins):
             return anc
     return None
 
