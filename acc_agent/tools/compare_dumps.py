@@ -162,6 +162,10 @@ def _verdict(rows: list[DumpRow], scalar_rows: Sequence[ScalarRow] | None = None
     return "pass"
 
 
+def _csv_evidence(path: str) -> Evidence:
+    return Evidence(kind="file", ref=path, detail="full comparison table (msprobe column names)")
+
+
 def _cancelled_gradients(outcomes: list[RankOutcome]) -> frozenset[str]:
     """Every rank's parameter gradients its diagnosis found cancelled to rounding level."""
     names: set[str] = set()
@@ -197,14 +201,10 @@ def cancelled_gradient_only(row: DumpRow, cancelled: frozenset[str]) -> bool:
     d = row.__dict__
     if d["name"] not in cancelled or d.get("status") not in ("error", "warning"):
         return False
-    from acc_agent.numerics.budgets import canonical_dtype, is_float
     from acc_agent.tools._stat_rows import MSG_DTYPE
 
     rest = set(str(d.get("message") or "").split("; ")) - _norm_rules() - {""}
-    if not rest:
-        return True
-    g, t = canonical_dtype(d.get("golden_dtype")), canonical_dtype(d.get("target_dtype"))
-    return rest == {MSG_DTYPE} and g is not None and t is not None and g != t and is_float(g) and is_float(t)
+    return not rest or (rest == {MSG_DTYPE} and _float_types_differ(d))
 
 
 def precision_change_only(row: DumpRow) -> bool:
@@ -215,7 +215,6 @@ def precision_change_only(row: DumpRow) -> bool:
     lower-precision target's clean rows. The CSV keeps msprobe's Result; when the diagnosis finds every
     tensor within the target's precision, the verdict follows it.
     """
-    from acc_agent.numerics.budgets import canonical_dtype, is_float
     from acc_agent.tools._stat_rows import MSG_DTYPE, MSG_MD5, MSG_REL_WARN
 
     d = row.__dict__
@@ -228,6 +227,13 @@ def precision_change_only(row: DumpRow) -> bool:
     # an md5 dump the digests of two float types always differ
     if not {MSG_DTYPE} <= set(str(d.get("message") or "").split("; ")) <= {MSG_DTYPE, MSG_REL_WARN, MSG_MD5}:
         return False
+    return _float_types_differ(d)
+
+
+def _float_types_differ(d: dict[str, object]) -> bool:
+    """Whether a row's golden and target are two different float types (a sparse row's ``__dict__``)."""
+    from acc_agent.numerics.budgets import canonical_dtype, is_float
+
     g, t = canonical_dtype(d.get("golden_dtype")), canonical_dtype(d.get("target_dtype"))
     return g is not None and t is not None and g != t and is_float(g) and is_float(t)
 
@@ -500,7 +506,7 @@ def _merged(params: CompareDumpsInput, outcomes: list[RankOutcome], infos: list[
     if background is None and (params.csv or truncated):
         dumps = {o.key or "": (o.golden, o.target) for o in outcomes}
         csv_path = str(write_csv(rows, _csv_path(params), scalar_rows=scalar_rows, dumps=dumps))
-        evidence.append(Evidence(kind="file", ref=csv_path, detail="full comparison table (msprobe column names)"))
+        evidence.append(_csv_evidence(csv_path))
     if params.all_rows:
         keep = worst_first(rows, 1)
         inline = rows
@@ -524,8 +530,7 @@ def _merged(params: CompareDumpsInput, outcomes: list[RankOutcome], infos: list[
                                     "BF16 rtol 1e-2, atol 1e-2; FP32 rtol 1e-4, atol 1e-5"))
     if background is not None:
         csv_path = str(background.finish())
-        evidence.insert(csv_at, Evidence(kind="file", ref=csv_path,
-                                         detail="full comparison table (msprobe column names)"))
+        evidence.insert(csv_at, _csv_evidence(csv_path))
     return CompareDumpsOutput(
         verdict=verdict,
         summary=summary,

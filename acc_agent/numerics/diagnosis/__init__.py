@@ -79,7 +79,7 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
     cancelled = [t.name for t in graph.tensors if t.cancelled and not t.beyond]
     if cancelled:
         # msprobe's NormRelativeErr rule flags them (a relative error of 1,000 on a gradient of 1e-8): the
-        # verdict of a clean run follows this judgement for them (see compare_dumps.precision_change_only)
+        # verdict of a clean run follows this judgement for them (see compare_dumps.cancelled_gradient_only)
         diag.details["cancelled_gradients"] = cancelled
     _set_status(graph, use_bench, fd)
     return fd, diag
