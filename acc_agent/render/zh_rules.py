@@ -251,6 +251,14 @@ RULES: list[tuple[str, str]] = [
     (r"One localised jump: (?P<node>\S+) gets bit-identical inputs \(equal md5\) and returns, most likely, the same "
      r"values in other places \(its output's md5 differs while Max/Min/Mean/Norm are equal\); ",
      "单点跳变：{node} 的输入逐位相同（md5 相等），输出很可能是同样的数值换了位置（输出 md5 不同而 Max/Min/Mean/Norm 相等）；"),
+    (r"One localised jump: (?P<node>\S+) gets bit-identical inputs \(equal md5\) and returns, most likely, the same "
+     r"values in other places \(its output's md5 differs, Max/Min are equal and Mean/Norm move by rounding only\); ",
+     "单点跳变：{node} 的输入逐位相同（md5 相等），输出很可能是同样的数值换了位置（输出 md5 不同，Max/Min 相等，Mean/Norm 仅差舍入）；"),
+    (r"One localised jump: (?P<node>\S+) does not compute what its inputs say: its input gradient is (?P<r>\S+) "
+     r"\(relative L2\) away from the gradient re-computed in float64 from the target's own recorded forward inputs and "
+     r"incoming gradient, (?P<x>\S+)x what the output's own (?P<dtype>\S+) rounding explains; ",
+     "单点跳变：{node} 没有按其输入计算：用目标侧自己记录的前向输入和传入梯度以 float64 重算输入梯度，其结果与目标侧相差 {r}（相对 L2），"
+     "是输出自身 {dtype} 舍入所能解释的 {x} 倍；"),
     (r"One localised jump: (?P<node>\S+) does not compute what its inputs say: its output is (?P<r>\S+) \(relative "
      r"L2\) away from the call re-computed in float64 from the target's own recorded inputs and arguments, (?P<x>\S+)x "
      r"what the output's own (?P<dtype>\S+) rounding explains; ",
@@ -299,6 +307,16 @@ RULES: list[tuple[str, str]] = [
     (r"^every input of (?P<node>\S+) is bit-identical to the golden's \(equal md5\) while its output (?P<name>\S+) holds, "
      r"most likely, the same values in other places \(md5 differs, Max/Min/Mean/Norm equal\)$",
      "{node} 的每个输入都与标杆逐位相同（md5 相等），而其输出 {name} 很可能是同样的数值换了位置（md5 不同，Max/Min/Mean/Norm 相等）"),
+    (r"^re-computed in float64 from the target's own recorded forward inputs and incoming gradient, (?P<node>\S+) "
+     r"gives an input gradient (?P<r>\S+) \(relative L2\) away from the target's (?P<name>\S+); its own rounding "
+     r"explains (?P<a>\S+)$",
+     "用目标侧自己记录的前向输入和传入梯度以 float64 重算，{node} 的输入梯度与目标侧的 {name} 相差 {r}（相对 L2）；其自身舍入只能解释 {a}"),
+    (r"^every input of (?P<node>\S+) is bit-identical to the golden's \(equal md5\) while its output (?P<name>\S+) has "
+     r"other bytes with the golden's Max and Min and a Mean/Norm within rounding: most likely the same values in other "
+     r"places, summed in another order; (?P<later>\S+), the first later output that mixes positions, differs "
+     r"\((?P<t_err>" + _B + r")\)$",
+     "{node} 的每个输入都与标杆逐位相同（md5 相等），而其输出 {name} 字节不同，Max/Min 与标杆相同、Mean/Norm 仅差舍入："
+     "很可能是同样的数值换了位置、求和顺序不同；之后第一个混合各位置数值的输出 {later} 不同（{t_err}）"),
     (r"^re-computed in float64 from the target's own recorded inputs and arguments, (?P<node>\S+) gives an output "
      r"(?P<r>\S+) \(relative L2\) away from the target's (?P<name>\S+); its own rounding explains (?P<a>\S+)$",
      "用目标侧自己记录的输入和参数以 float64 重算，{node} 的结果与目标侧的 {name} 相差 {r}（相对 L2）；其自身舍入只能解释 {a}"),

@@ -899,6 +899,81 @@ def _md5_softmax_rolled(side: str) -> Plan:
     return Plan(_forward(SoftmaxMLP(), _x((4, 16))), task="statistics", summary_mode="md5")
 
 
+def make_scaled_grad_layer_norm(mask: Tensor, factor: float) -> type[torch.autograd.Function]:
+    """``F.layer_norm`` whose input gradient is ``factor`` too large where ``mask`` is set; forward exact.
+
+    aten ops only (see :func:`make_scaled_tanh`), so msprobe records one ``Functional.layer_norm.N``
+    call, forward and backward, and nothing inside it. The mask is built before msprobe starts."""
+    aten = torch.ops.aten
+
+    class ScaledGradLayerNorm(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Tensor, shape: list[int], weight: Tensor, bias: Tensor, eps: float) -> Tensor:
+            out, mean, rstd = aten.native_layer_norm.default(x, list(shape), weight, bias, eps)
+            ctx.save_for_backward(x, weight, bias, mean, rstd)
+            ctx.shape = list(shape)
+            return out
+
+        @staticmethod
+        def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+            x, weight, bias, mean, rstd = ctx.saved_tensors
+            gx, gw, gb = aten.native_layer_norm_backward.default(grad, x, ctx.shape, mean, rstd, weight, bias,
+                                                                 [True, True, True])
+            return aten.where.self(mask, aten.mul.Tensor(gx, factor), gx), None, gw, gb, None
+
+    return ScaledGradLayerNorm
+
+
+def make_scaled_grad_softmax(mask: Tensor, factor: float) -> type[torch.autograd.Function]:
+    """``F.softmax`` whose input gradient is ``factor`` too large where ``mask`` is set; forward exact (aten only)."""
+    aten = torch.ops.aten
+
+    class ScaledGradSoftmax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Tensor, dim: int) -> Tensor:
+            y = aten._softmax.default(x, dim, False)
+            ctx.save_for_backward(y)
+            ctx.dim = dim
+            return y
+
+        @staticmethod
+        def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+            (y,) = ctx.saved_tensors
+            gx = aten._softmax_backward_data.default(grad, y, ctx.dim, y.dtype)
+            return aten.where.self(mask, aten.mul.Tensor(gx, factor), gx), None
+
+    return ScaledGradSoftmax
+
+
+def _bf16_backward_fault(side: str, api: str, factor: float, n: int) -> Plan:
+    """bf16 target, fp32 golden, tensor dump, forward + backward, no bench: the target's ``api`` backward
+    gives an input gradient ``factor`` too large on every n-th element (forward bit-exact to the kernel)."""
+    model: nn.Module = NormNet(fused=True) if api == "layer_norm" else SoftmaxMLP()
+    x = _x((4, 16))
+    if side != "golden":
+        model.to(torch.bfloat16)
+        x = x.to(torch.bfloat16)
+    if side == "target":
+        mask = every(n, torch.empty(4, 32), 1)
+        if api == "layer_norm":
+            ln = make_scaled_grad_layer_norm(mask, factor)
+
+            def layer_norm(input: Tensor, normalized_shape: list[int], weight: Tensor | None = None,
+                           bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+                return ln.apply(input, normalized_shape, weight, bias, eps)  # type: ignore[no-any-return]
+
+            F.layer_norm = layer_norm  # type: ignore[assignment]
+        else:
+            sm = make_scaled_grad_softmax(mask, factor)
+
+            def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                        dtype: torch.dtype | None = None) -> Tensor:
+                return sm.apply(input, -1 if dim is None else dim)  # type: ignore[no-any-return]
+
+            F.softmax = softmax  # type: ignore[assignment]
+    return Plan(_train_step(model, x))
+
+
 def _bf16_block_clean(side: str) -> Plan:
     """A clean pre-norm transformer block, forward + backward, tensor dump: fp32 golden, bf16 target."""
     model = TransformerBlock(64)
@@ -1062,6 +1137,8 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_permute_axes": lambda side, rank: _stats_permute_axes(side),
     "mix_inline_glu": lambda side, rank: _mix_inline_glu(side),
     "bf16_block_clean": lambda side, rank: _bf16_block_clean(side),
+    "bf16_layernorm_bwd_sparse": lambda side, rank: _bf16_backward_fault(side, "layer_norm", 1.05, 3),
+    "bf16_softmax_bwd_sparse": lambda side, rank: _bf16_backward_fault(side, "softmax", 1.05, 3),
 }
 
 

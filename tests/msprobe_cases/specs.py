@@ -252,6 +252,15 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "tensor. Golden "
              "fp32, target model.bfloat16() and bf16 input, no fault, no bench: every difference is bf16 "
              "rounding.", "no_layer_fault", None, clean=True),
+    CaseSpec("bf16_layernorm_bwd_sparse", "NormNet (fc1 16->32, F.layer_norm, fc2 32->32, gelu, fc3 32->8), "
+             "forward + backward, L1 tensor, no bench. Golden fp32, target model.bfloat16() whose layer_norm "
+             "BACKWARD returns an input gradient 5 % too large on every 3rd element (its forward is the real "
+             "kernel): every forward tensor agrees within bf16 rounding.", "operator_fault",
+             "Functional.layer_norm.0.backward", pass_="backward", jump_over_inputs=1.5),
+    CaseSpec("bf16_softmax_bwd_sparse", "SoftmaxMLP (fc1 16->32, F.softmax over the features, fc2 32->8), forward + "
+             "backward, L1 tensor, no bench. Golden fp32, target model.bfloat16() whose softmax BACKWARD returns "
+             "an input gradient 5 % too large on every 3rd element (its forward is the real kernel).",
+             "operator_fault", "Functional.softmax.0.backward", pass_="backward", jump_over_inputs=1.5),
     CaseSpec("stats_two_ranks", "Same models and fault as `two_ranks` (rank 1's gelu adds 1.0 to every 5th "
              "element), dumped with task statistics on both ranks.", "operator_fault", "Functional.gelu.0.forward",
              pass_="forward", rank="rank1", world_size=2, other_rank_first_diff="Distributed.all_reduce.0.forward"),

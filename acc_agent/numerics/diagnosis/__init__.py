@@ -63,7 +63,14 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
     compared_by = _compared_by(graph)
     forward, backward = in_pass(graph, "forward"), in_pass(graph, "backward")
     direction = "forward" if any(t.judged for t in forward) else "backward"
+    # without a bench, low-precision calls are re-computed from the target's own tensors (see recheck); a
+    # training step's 0-d loss has statistics only in a tensor dump, hence "mixed" too
+    rechecking = not use_bench and compared_by in ("tensor", "mixed")
+    if rechecking:
+        recheck(in_pass(graph, direction), target, graph)
     fd, diag = _diagnose_pass(graph, direction, golden, target, use_bench, compared_by)
+    if direction == "forward" and diag.category == "no_layer_fault" and rechecking and backward:
+        recheck(backward, target, graph)
     if direction == "forward" and diag.category == "no_layer_fault" and any(t.beyond for t in backward):
         fd, diag = _diagnose_pass(graph, "backward", golden, target, use_bench, compared_by)
         diag.explanation = "The forward pass agrees; in the backward pass: " + diag.explanation
@@ -145,8 +152,6 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
                         "layer can be blamed.",
             next_actions=["Re-dump both runs with msprobe task 'statistics' (the default) or 'tensor', and check "
                           "that names pair (a mapping file pairs renamed layers)."], **base)
-    if not use_bench and compared_by == "tensor":
-        recheck(tensors, target)
     finding = find(graph, direction, golden, target)
     final = final_tensor(graph, direction)
     if finding is None:
@@ -233,7 +238,7 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     first_layer = f.enters == "operator" and not any(
         x.judged and not x.is_input and x.pos < start and x.node is not None and x.node.computing
         for x in graph.tensors if x.direction == direction)
-    growth = None if t.strict == "reordered" else _growth(final, t)  # its error figure is a placeholder
+    growth = None if t.strict in ("reordered", "moved") else _growth(final, t)  # its error figure is a placeholder
     where = (f.container or node).key
     if final is not None and not final.beyond and use_bench:
         tail = ("its effect on the final outputs stays within the bench's rounding noise, so only the layer-by-layer "
@@ -271,9 +276,17 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                 f"{explain.fmt(t.recomputed, '.3g')} (relative L2) away from the call re-computed in float64 from the "
                 f"target's own recorded inputs and arguments, {explain.fmt(t.excess, '.3g')}x what the output's own "
                 f"{budgets.canonical_dtype(t.m.dtype)} rounding explains; ")
+        if t.direction == "backward":
+            jump = (f"One localised jump: {node.key} does not compute what its inputs say: its input gradient is "
+                    f"{explain.fmt(t.recomputed, '.3g')} (relative L2) away from the gradient re-computed in float64 "
+                    f"from the target's own recorded forward inputs and incoming gradient, {explain.fmt(t.excess, '.3g')}x "
+                    f"what the output's own {budgets.canonical_dtype(t.m.dtype)} rounding explains; ")
     if t.strict == "reordered":
         jump = (f"One localised jump: {node.key} gets bit-identical inputs (equal md5) and returns, most likely, the same values in "
                 "other places (its output's md5 differs while Max/Min/Mean/Norm are equal); ")
+    if t.strict == "moved":
+        jump = (f"One localised jump: {node.key} gets bit-identical inputs (equal md5) and returns, most likely, the same values in "
+                "other places (its output's md5 differs, Max/Min are equal and Mean/Norm move by rounding only); ")
     lead = {
         "operator": jump,
         "overflow": f"Overflow: {node.key} is the first call to produce Inf/NaN from finite inputs; ",

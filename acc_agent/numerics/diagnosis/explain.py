@@ -133,10 +133,20 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
                     + where)
         return (f"{t.name} differs ({err}) although it is the same data as {t.producer.name}, which agrees: it was "
                 f"changed between the two calls" + where)
+    if t.strict == "recomputed" and t.recomputed is not None and t.direction == "backward":
+        return (f"re-computed in float64 from the target's own recorded forward inputs and incoming gradient, {node.key} "
+                f"gives an input gradient {fmt(t.recomputed, '.3g')} (relative L2) away from the target's {t.name}; its "
+                f"own rounding explains {fmt(t.recomputed / t.excess, '.2g')}")
     if t.strict == "recomputed" and t.recomputed is not None:
         return (f"re-computed in float64 from the target's own recorded inputs and arguments, {node.key} gives an output "
                 f"{fmt(t.recomputed, '.3g')} (relative L2) away from the target's {t.name}; its own rounding explains "
                 f"{fmt(t.recomputed / t.excess, '.2g')}")
+    if t.strict == "moved" and f.shows_at is not None:
+        return (f"every input of {node.key} is bit-identical to the golden's (equal md5) while its output {t.name} has "
+                "other bytes with the golden's Max and Min and a Mean/Norm within rounding: most likely the same values "
+                f"in other places, summed in another order; {f.shows_at.name}, the first later output that mixes "
+                f"positions, differs ({'relative error' if f.shows_at.m.measure == 'tensor' else 'statistics differ by'} "
+                f"{fmt(f.shows_at.err)})")
     if t.strict == "reordered":
         return (f"every input of {node.key} is bit-identical to the golden's (equal md5) while its output {t.name} holds, "
                 "most likely, the same values in other places (md5 differs, Max/Min/Mean/Norm equal)")

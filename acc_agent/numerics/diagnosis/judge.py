@@ -166,7 +166,7 @@ def _flow_excess(t: Tensor, err: float, upstream: float) -> float:
                 return math.inf
             return _ratio(err, leaf_budget(dtype))
         return _ratio(err, AMPLIFICATION * upstream + budgets.budget(dtype))
-    if t.m.same_stats_other_bytes and _inputs_bit_identical(t):
+    if t.m.same_stats_other_bytes and inputs_bit_identical(t):
         # bit-identical inputs in, the same values in other places out (md5 differs, every statistic equal): no
         # rounding reorders values, the call moved them
         t.strict = "reordered"
@@ -197,7 +197,7 @@ def _flow_excess(t: Tensor, err: float, upstream: float) -> float:
     return excess
 
 
-def _inputs_bit_identical(t: Tensor) -> bool:
+def inputs_bit_identical(t: Tensor) -> bool:
     """Whether every measured input of the call that produced ``t`` has the golden's md5 digest."""
     if t.node is None:
         return False

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor
+from acc_agent.numerics.diagnosis.judge import inputs_bit_identical
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -122,7 +123,7 @@ def _classify(t: Tensor, graph: Graph, golden: Dump | None, target: Dump | None)
     scalar = differing_scalar(node.key, golden, target, t)
     if scalar is not None:
         return Finding(t, node, "argument", argument=scalar[0], scalar=scalar)
-    upstream = _reordering_argument(node, golden, target)
+    upstream = _reordering_argument(node, golden, target) or _moving_call(node)
     if upstream is not None:
         upstream.shows_at = t
         return upstream
@@ -155,6 +156,38 @@ def _reordering_argument(node: Node, golden: Dump | None, target: Dump | None) -
             nxt.extend(x.producer for x in out.node.inputs if x.producer is not None and x.link == "data")
         frontier = nxt
     return None
+
+
+def _moving_call(node: Node) -> Finding | None:
+    """An earlier call on the way into ``node`` that gets bit-identical inputs and returns the same values
+    in other places, in an md5 dump.
+
+    Rolling or permuting a tensor keeps its Max and Min; its Mean and Norm, summed in another order,
+    can move by a rounding. So the call's output has another digest while its statistics agree within
+    precision, and the first call that mixes positions (a matmul, a linear) is where the difference
+    first shows. Only md5-measured outputs with another digest are walked (bit-identical inputs are
+    what rules rounding out), and only when the output's Max and Min are the golden's exactly."""
+    seen: set[int] = set()
+    frontier = [x.producer for x in node.inputs if x.producer is not None and x.link == "data"]
+    for _ in range(REORDER_HOPS):
+        nxt: list[Tensor] = []
+        for out in frontier:
+            if (out is None or id(out) in seen or out.node is None or out.beyond or out.m.measure != "md5"
+                    or not out.err):
+                continue
+            seen.add(id(out))
+            if _same_extremes(out) and inputs_bit_identical(out):
+                out.strict, out.excess = "moved", math.inf
+                return Finding(out, out.node, "operator")
+            nxt.extend(x.producer for x in out.node.inputs if x.producer is not None and x.link == "data")
+        frontier = nxt
+    return None
+
+
+def _same_extremes(t: Tensor) -> bool:
+    d = t.row.__dict__  # statistics rows are sparse (DumpRow.__getattr__)
+    g, o = d.get("golden_stats") or {}, d.get("target_stats") or {}
+    return all(g.get(k) is not None and g.get(k) == o.get(k) for k in ("Max", "Min"))
 
 
 def _container(node: Node) -> Node | None:

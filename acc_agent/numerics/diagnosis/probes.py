@@ -80,7 +80,7 @@ _FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 _CASTS = frozenset({"to", "type", "float", "half", "bfloat16", "double", "int", "long", "bool", "type_as"})
 
 
-class _Args:
+class Args:
     """A call's recorded tensor arguments and scalar arguments on one side, loaded on demand."""
 
     def __init__(self, node: Node, dump: Dump | None, golden: bool) -> None:
@@ -140,7 +140,7 @@ def probe(node: Node, golden: Dump | None, target: Dump | None, dtype: str | Non
         return None
     try:
         with np.errstate(all="ignore"):
-            return run(_Args(node, golden, True), _Args(node, target, False), _tolerance(dtype), node.key)
+            return run(Args(node, golden, True), Args(node, target, False), _tolerance(dtype), node.key)
     except (ValueError, TypeError, IndexError, ArithmeticError):
         return None  # shapes that do not broadcast, arguments the probe cannot read: no claim
 
@@ -155,7 +155,7 @@ def kernel_residual(node: Node, target: Dump | None) -> float | None:
     compute = _RECOMPUTE.get(family(node.key))
     if compute is None:
         return None
-    args = _Args(node, target, False)
+    args = Args(node, target, False)
     try:
         with np.errstate(all="ignore"):
             pair = compute(args, node.key.lower())
@@ -164,15 +164,15 @@ def kernel_residual(node: Node, target: Dump | None) -> float | None:
     if pair is None:
         return None
     y, ref = pair
-    res = _residual(y, ref)
+    res = relative_residual(y, ref)
     return res if math.isfinite(res) else None
 
 
-def _recompute_activation(t: _Args, name: str) -> tuple[FloatArray, FloatArray] | None:
+def _recompute_activation(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
     x, y = t.tensor("0"), t.output()
     if x is None or y is None or x.shape != y.shape:
         return None
-    x, y = _sampled([x.ravel(), y.ravel()], 0)
+    x, y = sampled([x.ravel(), y.ravel()], 0)
     if x is None or y is None:
         return None
     if "gelu" in name:
@@ -196,7 +196,7 @@ def _recompute_activation(t: _Args, name: str) -> tuple[FloatArray, FloatArray] 
     return y, fn(x)
 
 
-def _recompute_norm(t: _Args, name: str) -> tuple[FloatArray, FloatArray] | None:
+def _recompute_norm(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
     if "group" in name or "instance" in name:
         return None
     x, y = t.tensor("0"), t.output()
@@ -205,11 +205,11 @@ def _recompute_norm(t: _Args, name: str) -> tuple[FloatArray, FloatArray] | None
     rms = "rms" in name
     w = t.tensor("weight", "2" if not rms else "1", "gamma")
     b = None if rms else t.tensor("bias", "3", "beta")
-    eps = _as_number(t.scalar("eps", "4" if not rms else "2", "epsilon"))
+    eps = as_number(t.scalar("eps", "4" if not rms else "2", "epsilon"))
     if eps is None:
         return None
-    axes = _norm_axes(x, w)
-    x, y = _sampled([x, y], len(axes))
+    axes = norm_axes(x, w)
+    x, y = sampled([x, y], len(axes))
     if x is None or y is None:
         return None
     if rms:
@@ -223,9 +223,9 @@ def _recompute_norm(t: _Args, name: str) -> tuple[FloatArray, FloatArray] | None
     return y, out
 
 
-def _recompute_softmax(t: _Args, name: str) -> tuple[FloatArray, FloatArray] | None:
+def _recompute_softmax(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
     x, y = t.tensor("0"), t.output()
-    dim = _as_number(t.scalar("dim", "1"))
+    dim = as_number(t.scalar("dim", "1"))
     if x is None or y is None or dim is None or x.ndim < 1 or x.shape != y.shape or "gumbel" in name:
         return None
     axis = int(dim)
@@ -234,7 +234,7 @@ def _recompute_softmax(t: _Args, name: str) -> tuple[FloatArray, FloatArray] | N
     return y, (np.log(out) if "log_softmax" in name else out)
 
 
-def _recompute_linear(t: _Args, name: str) -> tuple[FloatArray, FloatArray] | None:
+def _recompute_linear(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
     api = name.split(".")[1] if "." in name else name
     x, y = t.tensor("0"), t.output()
     if x is None or y is None:
@@ -243,7 +243,7 @@ def _recompute_linear(t: _Args, name: str) -> tuple[FloatArray, FloatArray] | No
         w, b = t.tensor("1", "weight"), t.tensor("2", "bias")
         if w is None:
             return None
-        x, y = _sampled([x, y], 1)
+        x, y = sampled([x, y], 1)
         if x is None or y is None:
             return None
         return y, x @ w.T + (b if b is not None else 0.0)
@@ -255,7 +255,7 @@ def _recompute_linear(t: _Args, name: str) -> tuple[FloatArray, FloatArray] | No
     return None
 
 
-_RECOMPUTE: dict[str, Callable[[_Args, str], tuple[FloatArray, FloatArray] | None]] = {
+_RECOMPUTE: dict[str, Callable[[Args, str], tuple[FloatArray, FloatArray] | None]] = {
     "activation": _recompute_activation,
     "layer_norm": _recompute_norm,
     "softmax": _recompute_softmax,
@@ -268,7 +268,7 @@ _RECOMPUTE: dict[str, Callable[[_Args, str], tuple[FloatArray, FloatArray] | Non
 _PROBE_ELEMENTS = 1 << 16
 
 
-def _sampled(arrays: list[FloatArray | None], trailing: int) -> list[FloatArray | None]:
+def sampled(arrays: list[FloatArray | None], trailing: int) -> list[FloatArray | None]:
     """The same evenly spaced rows of every array (rows = the leading dims, ``trailing`` dims kept whole)."""
     first = next((a for a in arrays if a is not None), None)
     if first is None or first.size <= _PROBE_ELEMENTS:
@@ -295,7 +295,7 @@ def _tolerance(dtype: str | None) -> float:
     return max(_FIT_ROUNDINGS * budgets.unit_roundoff(dtype), 1e-6)
 
 
-def _residual(y: FloatArray, ref: FloatArray) -> float:
+def relative_residual(y: FloatArray, ref: FloatArray) -> float:
     """Relative L2 distance of ``y`` from ``ref`` (inf when shapes differ)."""
     if y.shape != ref.shape:
         if y.size != ref.size:
@@ -312,14 +312,14 @@ def _residual(y: FloatArray, ref: FloatArray) -> float:
 def _pick(target_out: FloatArray, golden_out: FloatArray | None, hypotheses: dict[str, FloatArray],
           tol: float) -> tuple[str, float] | None:
     """The hypothesis that reproduces the target output (and not the golden one), with its residual."""
-    fits = sorted(((_residual(target_out, y), name) for name, y in hypotheses.items()), key=lambda x: x[0])
+    fits = sorted(((relative_residual(target_out, y), name) for name, y in hypotheses.items()), key=lambda x: x[0])
     if not fits or fits[0][0] > tol:
         return None
     best_res, best = fits[0]
     others = [r for r, n in fits[1:]]
     if others and min(others) < _FIT_MARGIN * max(best_res, 1e-12):
         return None  # two hypotheses fit equally: the data cannot tell them apart
-    if golden_out is not None and _residual(golden_out, hypotheses[best]) <= tol:
+    if golden_out is not None and relative_residual(golden_out, hypotheses[best]) <= tol:
         return None  # the golden output fits it too: not what differs
     return best, best_res
 
@@ -327,14 +327,14 @@ def _pick(target_out: FloatArray, golden_out: FloatArray | None, hypotheses: dic
 # --------------------------------------------------------------------------- per family
 
 
-def _gelu(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
+def _gelu(g: Args, t: Args, tol: float, key: str) -> Probe | None:
     x, y = t.tensor("0"), t.output()
     if x is None or y is None:
         return None
     if "gelu" not in key.lower():
         return _follows(g, t, tol, key)
     yg_full = g.output()
-    x, y, yg = _sampled([x.ravel(), y.ravel(), yg_full.ravel() if yg_full is not None else None], 0)
+    x, y, yg = sampled([x.ravel(), y.ravel(), yg_full.ravel() if yg_full is not None else None], 0)
     assert x is not None and y is not None
     hyps = {"erf": _gelu_erf(x), "tanh": 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3))),
             "sigmoid": x / (1.0 + np.exp(-1.702 * x))}
@@ -356,25 +356,25 @@ def _gelu_erf(x: FloatArray) -> FloatArray:
     return 0.5 * x * (1.0 + np.asarray(erf(x / math.sqrt(2.0)), dtype=np.float64))
 
 
-def _norm_axes(x: FloatArray, weight: FloatArray | None) -> tuple[int, ...]:
+def norm_axes(x: FloatArray, weight: FloatArray | None) -> tuple[int, ...]:
     k = weight.ndim if weight is not None and weight.ndim >= 1 else 1
     return tuple(range(x.ndim - k, x.ndim))
 
 
-def _layer_norm(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
+def _layer_norm(g: Args, t: Args, tol: float, key: str) -> Probe | None:
     x, y = t.tensor("0"), t.output()
     if x is None or y is None:
         return None
     rms = "rms" in key.lower()
     w = t.tensor("weight", "2" if not rms else "1", "gamma")
     b = None if rms else t.tensor("bias", "3", "beta")
-    axes = _norm_axes(x, w)
+    axes = norm_axes(x, w)
     yg = g.output()
-    x, y, yg = _sampled([x, y, yg], len(axes))
+    x, y, yg = sampled([x, y, yg], len(axes))
     if x is None or y is None:
         return None
-    golden_eps = _as_number(g.scalar("eps", "4" if not rms else "2", "epsilon"))
-    target_eps = _as_number(t.scalar("eps", "4" if not rms else "2", "epsilon"))
+    golden_eps = as_number(g.scalar("eps", "4" if not rms else "2", "epsilon"))
+    target_eps = as_number(t.scalar("eps", "4" if not rms else "2", "epsilon"))
     candidates = sorted({*_EPS_CANDIDATES, *(e for e in (golden_eps, target_eps) if e is not None)})
     hyps = {}
     for eps in candidates:
@@ -397,13 +397,13 @@ def _layer_norm(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
                             f"(residual {got[1]:.2g}){said}{ref}", got[1])
 
 
-def _batch_norm(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
+def _batch_norm(g: Args, t: Args, tol: float, key: str) -> Probe | None:
     x, y = t.tensor("0"), t.output()
     if x is None or y is None or x.ndim < 2:
         return None
     mean_r, var_r = t.tensor("running_mean", "1"), t.tensor("running_var", "2")
     w, b = t.tensor("weight", "3"), t.tensor("bias", "4")
-    eps = _as_number(t.scalar("eps", "7")) or 1e-5
+    eps = as_number(t.scalar("eps", "7")) or 1e-5
     shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
     axes = (0, *range(2, x.ndim))
 
@@ -430,7 +430,7 @@ def _batch_norm(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
                                        "where the golden normalises with batch statistics (training mode)", got[1])
 
 
-def _softmax(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
+def _softmax(g: Args, t: Args, tol: float, key: str) -> Probe | None:
     x, y = t.tensor("0"), t.output()
     if x is None or y is None or x.ndim < 1:
         return None
@@ -441,7 +441,7 @@ def _softmax(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
         s = np.exp(z)
         out = s / s.sum(axis=axis, keepdims=True)
         hyps[str(axis - x.ndim)] = np.log(out) if log else out
-    recorded = _as_number(t.scalar("dim", "1"))
+    recorded = as_number(t.scalar("dim", "1"))
     got = _pick(y, g.output(), hyps, tol)
     if got is None:
         return _not_from_inputs(y, hyps, tol, key)
@@ -450,7 +450,7 @@ def _softmax(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
                                  f"{got[0]}{said} (residual {got[1]:.2g}), not over the axis the golden uses", got[1])
 
 
-def _dropout(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
+def _dropout(g: Args, t: Args, tol: float, key: str) -> Probe | None:
     x, y, yg = t.tensor("0"), t.output(), g.output()
     if x is None or y is None or yg is None or x.shape != y.shape:
         return None
@@ -471,7 +471,7 @@ def _dropout(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
     return None
 
 
-def _linear(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
+def _linear(g: Args, t: Args, tol: float, key: str) -> Probe | None:
     x, y = t.tensor("0"), t.output()
     name = key.lower()
     if x is None or y is None:
@@ -480,7 +480,7 @@ def _linear(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
         w, b = t.tensor("1", "weight"), t.tensor("2", "bias")
         if w is None:
             return None
-        x, y = _sampled([x, y], 1)  # a linear layer is row-wise over its leading dims
+        x, y = sampled([x, y], 1)  # a linear layer is row-wise over its leading dims
         if x is None or y is None:
             return None
         ref = x @ w.T + (b if b is not None else 0.0)
@@ -497,7 +497,7 @@ def _linear(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
     return _follows_from(y, ref, tol, key)
 
 
-def _follows(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
+def _follows(g: Args, t: Args, tol: float, key: str) -> Probe | None:
     """Activations other than GELU: re-run the elementwise function."""
     x, y = t.tensor("0"), t.output()
     if x is None or y is None:
@@ -514,14 +514,14 @@ def _follows(g: _Args, t: _Args, tol: float, key: str) -> Probe | None:
         fn = np.tanh
     if fn is None:
         return None
-    x, y = _sampled([x.ravel(), y.ravel()], 0) if x.shape == y.shape else (x, y)
+    x, y = sampled([x.ravel(), y.ravel()], 0) if x.shape == y.shape else (x, y)
     if x is None or y is None:
         return None
     return _follows_from(y, fn(x), tol, key)
 
 
 def _follows_from(y: FloatArray, ref: FloatArray, tol: float, key: str) -> Probe | None:
-    res = _residual(y, ref)
+    res = relative_residual(y, ref)
     if res <= tol:
         return Probe("output_follows_inputs", f"re-computing {key} in float64 from the target's own recorded inputs "
                                               f"gives the target's output (residual {res:.2g}): the operator computes "
@@ -534,7 +534,7 @@ def _follows_from(y: FloatArray, ref: FloatArray, tol: float, key: str) -> Probe
 
 
 def _not_from_inputs(y: FloatArray, hyps: dict[str, FloatArray], tol: float, key: str) -> Probe | None:
-    best = min((_residual(y, h) for h in hyps.values()), default=math.inf)
+    best = min((relative_residual(y, h) for h in hyps.values()), default=math.inf)
     if math.isfinite(best) and best > _FIT_MARGIN * tol:
         return Probe("output_not_from_inputs", f"none of the usual variants of {key} (re-computed in float64 from the "
                                                f"target's recorded inputs) gives the target's output (best residual "
@@ -542,13 +542,13 @@ def _not_from_inputs(y: FloatArray, hyps: dict[str, FloatArray], tol: float, key
     return None
 
 
-def _as_number(v: object) -> float | None:
+def as_number(v: object) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float):
         return None
     return float(v)
 
 
-_PROBES: dict[str, Callable[[_Args, _Args, float, str], Probe | None]] = {
+_PROBES: dict[str, Callable[[Args, Args, float, str], Probe | None]] = {
     "activation": _gelu,
     "layer_norm": _layer_norm,
     "batch_norm": _batch_norm,

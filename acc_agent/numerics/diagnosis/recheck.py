@@ -8,6 +8,10 @@ own recorded inputs and arguments differs from the target's output by that outpu
 FP16 runs). A residual beyond ``RECOMPUTE_ROUNDINGS`` roundoffs means the kernel computed something
 else from what it was given: an operator fault, whatever the budget says.
 
+Backward calls are re-checked the same way on their input gradient (``output.0``), from the forward
+call's recorded tensors and the incoming gradient (see ``backward_recompute``): a wrong backward
+kernel under a right forward leaves every forward tensor agreeing.
+
 Only BF16/FP16 outputs are re-checked: FP32 is already judged at msprobe's 2^-14, and an FP32 GEMM's
 own accumulation order moves it by more than its roundoff. Each pass re-computes at most
 ``MAX_RECHECKS`` calls, those closest to their allowance, so a 2,000-call dump loads a few tensors.
@@ -20,18 +24,20 @@ from typing import TYPE_CHECKING
 
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis import probes
+from acc_agent.numerics.diagnosis.backward_recompute import backward_residual, forward_of
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
-    from acc_agent.numerics.diagnosis.graph import Tensor
+    from acc_agent.numerics.diagnosis.graph import Graph, Tensor
 
 RECOMPUTE_ROUNDINGS = 2.0
 MAX_RECHECKS = 8
 _LOW_PRECISION = frozenset({"bfloat16", "float16"})
 
 
-def recheck(tensors: list[Tensor], target: Dump | None) -> None:
-    """Mark the low-precision outputs, before the first one beyond precision, that their inputs do not give."""
+def recheck(tensors: list[Tensor], target: Dump | None, graph: Graph) -> None:
+    """Mark the low-precision outputs of one pass, before its first one beyond precision, that their inputs
+    do not give."""
     if target is None:
         return
     first = next((t.pos for t in tensors if t.beyond), math.inf)
@@ -39,7 +45,10 @@ def recheck(tensors: list[Tensor], target: Dump | None) -> None:
     candidates.sort(key=lambda t: t.excess, reverse=True)
     for t in candidates[:MAX_RECHECKS]:
         assert t.node is not None  # _eligible
-        residual = probes.kernel_residual(t.node, target)
+        if t.direction == "backward":
+            residual = backward_residual(t.node, forward_of(t.node, graph.by_key), target)
+        else:
+            residual = probes.kernel_residual(t.node, target)
         if residual is None:
             continue
         allowed = RECOMPUTE_ROUNDINGS * budgets.unit_roundoff(t.m.dtype)
@@ -50,7 +59,6 @@ def recheck(tensors: list[Tensor], target: Dump | None) -> None:
 
 
 def _eligible(t: Tensor) -> bool:
-    return (t.judged and not t.is_input and t.arg == "output.0" and t.direction == "forward"
-            and t.m.measure == "tensor" and t.node is not None and t.node.computing
+    return (t.judged and not t.is_input and t.arg == "output.0" and t.m.measure == "tensor" and t.node is not None and t.node.computing
             and budgets.canonical_dtype(t.m.dtype) in _LOW_PRECISION)
 
