@@ -357,6 +357,28 @@ RULES: list[tuple[str, str]] = [
     (r"(?P<name>\S+) exceeds the judged precision slightly \((?P<x>\S+)x\) but stays inside the dtype budget and the "
      r"final outputs agree: an isolated rounding excursion, not a fault\.",
      "{name} 略超判定精度（{x} 倍），但仍在 dtype 预算内且最终输出一致：是孤立的舍入偏移，不是故障。"),
+    (r"^Every matrix multiplication adds error of its own: re-computed in float64 from the target's own recorded "
+     r"inputs, each of the (?P<n>\d+) linear/matmul calls checked is off by (?P<lo>\S+) to (?P<hi>\S+) \(relative L2, "
+     r"median (?P<med>\S+)\), where a float32 GEMM is off by about 1e-7\. The error starts at (?P<start>\S+) "
+     r"\((?P<e>\S+) relative\) and is (?P<f>\S+) at the end\. No single operator is at fault: (?P<t_why>.+)$",
+     "每个矩阵乘都自带误差：用目标侧自己记录的输入以 float64 重算，所检查的 {n} 个 linear/matmul 调用各自相差 {lo} 到 {hi}"
+     "（相对 L2，中位数 {med}），而 float32 矩阵乘只差约 1e-7。误差从 {start} 开始（相对误差 {e}），末尾为 {f}。没有单个算子出错：{t_why}"),
+    (r"^re-computed on operands rounded to a 10-bit mantissa, as TF32 \(NVIDIA\) and HF32 \(Ascend\) matmuls read "
+     r"them, (?P<k>\d+) of them match the target to (?P<r>\S+), so the target's GEMMs run in TF32/HF32\.$",
+     "将操作数舍入到 10 位尾数（TF32（NVIDIA）和 HF32（昇腾）矩阵乘读取操作数的方式）后重算，其中 {k} 个与目标侧相差仅 {r}，"
+     "因此目标侧的矩阵乘以 TF32/HF32 运行。"),
+    (r"^the GEMMs compute in a reduced precision \(TF32/HF32 matmuls, or operands cast to a lower precision\), which "
+     r"re-computing them on 10-bit-mantissa operands does not reproduce exactly\.$",
+     "这些矩阵乘以降低的精度计算（TF32/HF32 矩阵乘，或操作数被转换为更低精度），但按 10 位尾数操作数重算并不能完全复现。"),
+    (r"^Turn reduced-precision matmuls off on the target and compare again: on Ascend torch_npu\.npu\.matmul\.allow_hf32 "
+     r"= False and torch_npu\.npu\.conv\.allow_hf32 = False \(convolutions use HF32 by default\); on NVIDIA "
+     r"torch\.backends\.cuda\.matmul\.allow_tf32 = False and torch\.backends\.cudnn\.allow_tf32 = False\.$",
+     "在目标侧关闭降精度矩阵乘后重新对比：昇腾上设置 torch_npu.npu.matmul.allow_hf32 = False 和 "
+     "torch_npu.npu.conv.allow_hf32 = False（卷积默认使用 HF32）；NVIDIA 上设置 torch.backends.cuda.matmul.allow_tf32 = False "
+     "和 torch.backends.cudnn.allow_tf32 = False。"),
+    (r"^If the golden run used TF32/HF32 on purpose, set the same on both sides, so that the comparison shows only real "
+     r"differences\.$",
+     "若 golden 运行有意使用 TF32/HF32，请两侧设置一致，使对比只显示真实差异。"),
     (r"The error starts at (?P<start>\S+) \((?P<e>\S+) relative\) and keeps growing to (?P<f>\S+) at the end "
      r"\((?P<g>\S+)x\): many layers each add a little, no single operator is at fault\. Fastest growth: (?P<names>.+)\.$",
      "误差从 {start} 开始（相对误差 {e}），一直增长到末尾的 {f}（{g} 倍）：许多层各自增加一点，没有单个算子出错。增长最快：{names}。"),
@@ -475,7 +497,7 @@ RULES: list[tuple[str, str]] = [
      "检查两侧转换到的 dtype（float16、bfloat16 还是 float32）以及转换发生的位置。"),
     (r"The forward pass agrees: check (?P<op>\S+)'s backward — a custom autograd Function or a fused kernel's gradient "
      r"formula, gradient scaling \(loss scale, clipping\) and hooks on the gradients\.",
-     "前向一致：检查 {op} 的反向 — 自定义 autograd Function 或融合内核的梯度公式、梯度缩放（loss scale、裁剪）以及梯度上的 hook。"),
+     "前向一致：检查 {op} 的反向 — 自定义 autograd Function 或融合内核的梯度公式、梯度缩放（损失缩放、裁剪）以及梯度上的 hook。"),
     (r"Re-run (?P<op>\S+) alone on both platforms from the golden's recorded inputs and compare the inputs and outputs "
      r"with (?P<t_call>.+): equal inputs with different outputs are the kernel's\.",
      "在两个平台上用 golden 记录的输入单独重跑 {op}，并用 {t_call} 对比输入和输出：输入相同而输出不同，即为内核的问题。"),

@@ -974,6 +974,23 @@ def _bf16_backward_fault(side: str, api: str, factor: float, n: int) -> Plan:
     return Plan(_train_step(model, x))
 
 
+def tf32_round(x: Tensor) -> Tensor:
+    """float32 rounded to a 10-bit mantissa (to nearest, ties to even): how a TF32 (NVIDIA) or HF32 (Ascend)
+    GEMM reads its float32 operands."""
+    i = x.contiguous().view(torch.int32)
+    return ((i + 0xFFF + ((i >> 13) & 1)) & ~0x1FFF).view(torch.float32)
+
+
+def _tf32_block(side: str) -> Plan:
+    """fp32 transformer block, forward only; the target computes every linear and matmul on TF32-rounded operands."""
+    model = TransformerBlock(64)
+    x = _x((2, 32, 64))
+    if side == "target":
+        patch_calls("linear", None, lambda out, _i, a, w, b=None: ORIGINAL["linear"](tf32_round(a), tf32_round(w), b))
+        patch_on(torch, "matmul", None, lambda out, _i, a, b: ORIGINAL["torch.matmul"](tf32_round(a), tf32_round(b)))
+    return Plan(_forward(model, x))
+
+
 def _bf16_block_clean(side: str) -> Plan:
     """A clean pre-norm transformer block, forward + backward, tensor dump: fp32 golden, bf16 target."""
     model = TransformerBlock(64)
@@ -1139,6 +1156,7 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "bf16_block_clean": lambda side, rank: _bf16_block_clean(side),
     "bf16_layernorm_bwd_sparse": lambda side, rank: _bf16_backward_fault(side, "layer_norm", 1.05, 3),
     "bf16_softmax_bwd_sparse": lambda side, rank: _bf16_backward_fault(side, "softmax", 1.05, 3),
+    "tf32_block": lambda side, rank: _tf32_block(side),
 }
 
 

@@ -261,6 +261,11 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "backward, L1 tensor, no bench. Golden fp32, target model.bfloat16() whose softmax BACKWARD returns "
              "an input gradient 5 % too large on every 3rd element (its forward is the real kernel).",
              "operator_fault", "Functional.softmax.0.backward", pass_="backward", jump_over_inputs=1.5),
+    CaseSpec("tf32_block", "Pre-norm transformer block (layer_norm, q/k/v/o attention with a causal mask, layer_norm, "
+             "fc1 64->256, gelu, fc2 256->64), d 64, x (2, 32, 64), forward only, fp32 both, L1 tensor. The target "
+             "computes every linear and matmul on operands rounded to a 10-bit mantissa, as TF32 (NVIDIA) and HF32 "
+             "(Ascend) GEMMs do: every GEMM adds error of its own of a few 1e-4 and no call is at fault.",
+             "precision_accumulation", None, also_accept=("Functional.linear.0.forward",)),
     CaseSpec("stats_two_ranks", "Same models and fault as `two_ranks` (rank 1's gelu adds 1.0 to every 5th "
              "element), dumped with task statistics on both ranks.", "operator_fault", "Functional.gelu.0.forward",
              pass_="forward", rank="rank1", world_size=2, other_rank_first_diff="Distributed.all_reduce.0.forward"),

@@ -29,6 +29,7 @@ from acc_agent.frontend import option
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, InputTransform
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis import explain, leaves, probes
+from acc_agent.numerics.diagnosis.gemm_precision import coarse_gemms
 from acc_agent.numerics.diagnosis.graph import (
     ROOT_MODULE_PATHS,
     Graph,
@@ -195,6 +196,10 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
         if growth is not None and growth >= budgets.GROWTH_RATIO and final is not None and not t.strict \
                 and not _single_jump(t, graph):
             return None, explain.accumulation(t, final, growth, graph, direction, base)
+        if not use_bench and not t.strict:
+            gemms = coarse_gemms(graph, direction, t, target)
+            if gemms is not None:  # every GEMM adds its own error: a precision setting, not this call
+                return None, explain.gemm_precision(t, final, gemms, base)
     return _operator_fault(finding, final, graph, golden, target, use_bench, direction, base)
 
 

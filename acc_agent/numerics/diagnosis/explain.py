@@ -24,6 +24,7 @@ ComparedBy = Literal["tensor", "statistics", "md5", "mixed", "none"]
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
+    from acc_agent.numerics.diagnosis.gemm_precision import CoarseGemms
 
 
 def value_text(v: object) -> str:
@@ -252,6 +253,36 @@ def accumulation(start: Tensor, final: Tensor | None, growth: float, graph: Grap
         ],
         details={"starts_at": start.name, "final_row": final.name if final else None, "growth": growth},
         growth_layers=top, **base)
+
+
+def gemm_precision(start: Tensor, final: Tensor | None, gemms: CoarseGemms, base: JudgementFields) -> Diagnosis:
+    """Every GEMM of the pass adds error of its own of about the same size: a reduced-precision matmul setting."""
+    values = [r for _, r in gemms.residuals]
+    return Diagnosis(
+        category="precision_accumulation",
+        explanation=(f"Every matrix multiplication adds error of its own: re-computed in float64 from the target's own "
+                     f"recorded inputs, each of the {len(values)} linear/matmul calls checked is off by {fmt(min(values))} "
+                     f"to {fmt(max(values))} (relative L2, median {fmt(gemms.median)}), where a float32 GEMM is off by "
+                     f"about 1e-7. The error starts at {start.key} ({fmt(start.err)} relative) and is "
+                     f"{fmt(final.err if final else None)} at the end. No single operator is at fault: "
+                     + (f"re-computed on operands rounded to a 10-bit mantissa, as TF32 (NVIDIA) and HF32 (Ascend) "
+                        f"matmuls read them, {gemms.tf32_fits} of them match the target to {fmt(gemms.tf32_median)}, so "
+                        "the target's GEMMs run in TF32/HF32." if gemms.tf32_fits and gemms.tf32_median is not None
+                        else "the GEMMs compute in a reduced precision (TF32/HF32 matmuls, or operands cast to a lower "
+                        "precision), which re-computing them on 10-bit-mantissa operands does not reproduce exactly.")),
+        next_actions=[
+            "Turn reduced-precision matmuls off on the target and compare again: on Ascend "
+            "torch_npu.npu.matmul.allow_hf32 = False and torch_npu.npu.conv.allow_hf32 = False (convolutions use "
+            "HF32 by default); on NVIDIA torch.backends.cuda.matmul.allow_tf32 = False and "
+            "torch.backends.cudnn.allow_tf32 = False.",
+            "If the golden run used TF32/HF32 on purpose, set the same on both sides, so that the comparison shows only "
+            "real differences.",
+        ],
+        details={"starts_at": start.name, "final_row": final.name if final else None,
+                 "gemm_residuals": [{"call": k, "residual": r} for k, r in gemms.residuals],
+                 "gemm_residual_median": gemms.median, "tf32_reproduced": gemms.tf32_fits,
+                 "tf32_residual_median": gemms.tf32_median},
+        growth_layers=[], **base)
 
 
 def layer_mismatch(t: Tensor, final: Tensor | None, transforms: list[InputTransform], consumers_agree: bool,
