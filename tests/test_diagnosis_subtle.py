@@ -206,3 +206,15 @@ def test_every_gemm_in_tf32_is_a_precision_setting_not_the_first_linear() -> Non
     _assert_translated(out.diagnosis.explanation)
     for action in out.diagnosis.next_actions:
         _assert_translated(action)
+
+
+def test_tf32_gemms_in_a_statistics_dump_are_told_by_several_gemms_beyond_on_their_own() -> None:
+    """The same TF32 block in msprobe's default statistics dump: nothing can be re-computed, but several GEMMs are
+    each beyond precision given their own inputs, by errors of the same size; one faulty GEMM is beyond once."""
+    out = _compare("stats_tf32_block")
+    assert out.diagnosis is not None
+    assert out.diagnosis.category == "precision_accumulation" and out.first_divergence is None
+    details = out.diagnosis.details
+    assert details["gemm_error_measured_by"] == "statistics" and len(details["gemm_residuals"]) >= 3
+    assert "TF32" in out.diagnosis.explanation and "re-computation" in out.diagnosis.explanation
+    _assert_translated(out.diagnosis.explanation)

@@ -1157,6 +1157,7 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "bf16_layernorm_bwd_sparse": lambda side, rank: _bf16_backward_fault(side, "layer_norm", 1.05, 3),
     "bf16_softmax_bwd_sparse": lambda side, rank: _bf16_backward_fault(side, "softmax", 1.05, 3),
     "tf32_block": lambda side, rank: _tf32_block(side),
+    "stats_tf32_block": lambda side, rank: _statistics(_tf32_block(side)),
 }
 
 

@@ -266,6 +266,10 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "computes every linear and matmul on operands rounded to a 10-bit mantissa, as TF32 (NVIDIA) and HF32 "
              "(Ascend) GEMMs do: every GEMM adds error of its own of a few 1e-4 and no call is at fault.",
              "precision_accumulation", None, also_accept=("Functional.linear.0.forward",)),
+    CaseSpec("stats_tf32_block", "Same models and TF32-rounded GEMMs as `tf32_block`, dumped with msprobe's default "
+             "task (statistics): no call can be re-computed, but five of the eight GEMMs each give an output beyond "
+             "float32 precision given their own inputs, by errors of the same size.", "precision_accumulation", None,
+             also_accept=("Functional.linear.0.forward",)),
     CaseSpec("stats_two_ranks", "Same models and fault as `two_ranks` (rank 1's gelu adds 1.0 to every 5th "
              "element), dumped with task statistics on both ranks.", "operator_fault", "Functional.gelu.0.forward",
              pass_="forward", rank="rank1", world_size=2, other_rank_first_diff="Distributed.all_reduce.0.forward"),

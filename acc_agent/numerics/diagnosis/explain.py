@@ -258,9 +258,19 @@ def accumulation(start: Tensor, final: Tensor | None, growth: float, graph: Grap
 def gemm_precision(start: Tensor, final: Tensor | None, gemms: CoarseGemms, base: JudgementFields) -> Diagnosis:
     """Every GEMM of the pass adds error of its own of about the same size: a reduced-precision matmul setting."""
     values = [r for _, r in gemms.residuals]
+    if gemms.measured_by == "statistics":
+        what = (f"Matrix multiplications add error of their own: {len(values)} of the pass's {gemms.checked} float32 "
+                f"linear/matmul calls each give an output beyond what float32 rounding and their inputs' error explain, "
+                f"by errors of the same size ({fmt(min(values))} to {fmt(max(values))}, median {fmt(gemms.median)}; "
+                f"statistics differences), where one faulty call would be beyond once and the GEMMs after it would "
+                f"only carry its error. The error starts at {start.key} and is {fmt(final.err if final else None)} at "
+                "the end. No single operator is at fault: the GEMMs compute in a reduced precision, as TF32 (NVIDIA) "
+                "and HF32 (Ascend) matmuls do; a tensor dump of a few GEMMs would confirm it by re-computation.")
+    else:
+        what = ""
     return Diagnosis(
         category="precision_accumulation",
-        explanation=(f"Every matrix multiplication adds error of its own: re-computed in float64 from the target's own "
+        explanation=what or (f"Every matrix multiplication adds error of its own: re-computed in float64 from the target's own "
                      f"recorded inputs, each of the {len(values)} linear/matmul calls checked is off by {fmt(min(values))} "
                      f"to {fmt(max(values))} (relative L2, median {fmt(gemms.median)}), where a float32 GEMM is off by "
                      f"about 1e-7. The error starts at {start.key} ({fmt(start.err)} relative) and is "
@@ -280,6 +290,7 @@ def gemm_precision(start: Tensor, final: Tensor | None, gemms: CoarseGemms, base
         ],
         details={"starts_at": start.name, "final_row": final.name if final else None,
                  "gemm_residuals": [{"call": k, "residual": r} for k, r in gemms.residuals],
+                 "gemm_error_measured_by": gemms.measured_by,
                  "gemm_residual_median": gemms.median, "tf32_reproduced": gemms.tf32_fits,
                  "tf32_residual_median": gemms.tf32_median},
         growth_layers=[], **base)

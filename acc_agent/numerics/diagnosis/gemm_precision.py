@@ -39,6 +39,8 @@ COARSE_RESIDUAL = 2.0 ** -16
 SPREAD = 4.0
 
 
+#: In a statistics dump, the GEMMs beyond precision on their own differ by at most this factor in error.
+STATISTICS_SPREAD = 16.0
 #: Re-computed on 10-bit-mantissa operands, a TF32/HF32 GEMM is this much closer (at least) than in float64.
 TF32_FIT = 0.2
 
@@ -52,13 +54,21 @@ class CoarseGemms:
     median: float
     tf32_fits: int = 0
     tf32_median: float | None = None
+    # "recomputed" (tensor dumps: residuals from float64 re-computation) or "statistics" (residuals are the
+    # output errors of the GEMMs beyond precision given their own inputs; ``checked`` GEMMs in the pass)
+    measured_by: str = "recomputed"
+    checked: int = 0
 
 
 def coarse_gemms(graph: Graph, direction: str, t: Tensor, target: Dump | None) -> CoarseGemms | None:
     """The re-computed GEMMs of the pass when all of them, the one at ``t`` included, add error of their own
     of about the same size; None otherwise (one faulty GEMM, too few GEMMs, data missing)."""
-    if (target is None or t.node is None or direction != "forward" or t.m.measure != "tensor"
-            or budgets.canonical_dtype(t.m.dtype) != "float32" or probes.family(t.node.key) != "linear"):
+    if (t.node is None or direction != "forward" or budgets.canonical_dtype(t.m.dtype) != "float32"
+            or probes.family(t.node.key) != "linear"):
+        return None
+    if t.m.measure == "statistics":
+        return _from_statistics(graph, direction, t)
+    if target is None or t.m.measure != "tensor":
         return None
     gemms = [n for n in graph.nodes if n.computing and n.direction == direction and n.outputs
              and n.outputs[0].m.measure == "tensor" and probes.family(n.key) == "linear"]
@@ -82,7 +92,26 @@ def coarse_gemms(graph: Graph, direction: str, t: Tensor, target: Dump | None) -
         tf32 = _tf32_residual(by_key[key], target)
         if tf32 is not None and tf32 <= TF32_FIT * r:
             fits.append(tf32)
-    return CoarseGemms(residuals, median, len(fits), statistics.median(fits) if fits else None)
+    return CoarseGemms(residuals, median, len(fits), statistics.median(fits) if fits else None,
+                       checked=len(residuals))
+
+
+def _from_statistics(graph: Graph, direction: str, t: Tensor) -> CoarseGemms | None:
+    """A statistics dump cannot re-compute a call, but it shows the same pattern: several GEMMs, each given inputs
+    that carry less error than it, turn them into an output beyond float32 precision, by errors of about the same
+    size. One faulty GEMM is beyond once; the GEMMs after it carry its error and stay within the allowance."""
+    outputs = [x for x in graph.tensors if x.direction == direction and not x.is_input and x.arg == "output.0"
+               and x.judged and x.node is not None and x.node.computing and x.m.measure == "statistics"
+               and budgets.canonical_dtype(x.m.dtype) == "float32" and probes.family(x.node.key) == "linear"]
+    beyond = [x for x in outputs if x.beyond and x.err is not None and math.isfinite(x.err) and x.err > 0]
+    if t not in beyond or len(beyond) < MIN_GEMMS or 2 * len(beyond) < len(outputs):
+        return None
+    errs = [x.err for x in beyond if x.err is not None]
+    median = statistics.median(errs)
+    if max(errs) > STATISTICS_SPREAD * min(errs):
+        return None
+    return CoarseGemms([(x.node.key, x.err) for x in beyond if x.node is not None and x.err is not None], median,
+                       measured_by="statistics", checked=len(outputs))
 
 
 def _tf32_residual(node: Node, target: Dump) -> float | None:
