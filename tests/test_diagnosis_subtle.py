@@ -218,3 +218,36 @@ def test_tf32_gemms_in_a_statistics_dump_are_told_by_several_gemms_beyond_on_the
     assert details["gemm_error_measured_by"] == "statistics" and len(details["gemm_residuals"]) >= 3
     assert "TF32" in out.diagnosis.explanation and "re-computation" in out.diagnosis.explanation
     _assert_translated(out.diagnosis.explanation)
+
+
+def test_activation_extremes_are_checked_on_the_targets_own_statistics() -> None:
+    """bf16 gelu 5 % too large on every 5th element in a statistics dump: the output's error stays inside a bf16
+    operator's budget, but its recorded Min is below GELU's global minimum, which no rounding gives."""
+    out = _compare("stats_bf16_gelu_sparse")
+    assert out.diagnosis is not None and out.first_divergence is not None
+    assert out.diagnosis.category == "operator_fault"
+    assert out.first_divergence.module == "Functional.gelu.1.forward"
+    assert "below the function's minimum" in out.diagnosis.explanation
+    assert "target's own statistics disagree" in (out.first_divergence.reason or "")
+    _assert_translated(out.diagnosis.explanation)
+    _assert_translated(out.first_divergence.reason or "")
+
+
+@pytest.mark.parametrize("name", ["bf16_gelu_bias_stats", "stats_l1_gelu"])
+def test_clean_activations_keep_their_extremes_within_rounding(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The margin of the extremes check: every activation before the fault keeps Max/Min within rounding."""
+    from acc_agent.numerics.diagnosis.extremes import extremes_excess
+
+    graphs: list[Graph] = []
+    real_judge = diagnosis.judge
+
+    def judge_and_keep(graph: Graph, use_bench: bool) -> None:
+        real_judge(graph, use_bench)
+        graphs.append(graph)
+
+    monkeypatch.setattr(diagnosis, "judge", judge_and_keep)
+    out = _compare(name)
+    assert out.first_divergence is not None
+    checked = {t.node.key: r[0] for t in graphs[0].tensors if t.node is not None
+               and t.node.pos < graphs[0].by_key[out.first_divergence.module].pos and (r := extremes_excess(t)) is not None}
+    assert checked and max(checked.values()) < 0.5, checked

@@ -251,6 +251,20 @@ RULES: list[tuple[str, str]] = [
     (r"One localised jump: (?P<node>\S+) gets bit-identical inputs \(equal md5\) and returns, most likely, the same "
      r"values in other places \(its output's md5 differs while Max/Min/Mean/Norm are equal\); ",
      "单点跳变：{node} 的输入逐位相同（md5 相等），输出很可能是同样的数值换了位置（输出 md5 不同而 Max/Min/Mean/Norm 相等）；"),
+    (r"One localised jump: (?P<node>\S+) applies its function element by element, so its output's Min cannot go below "
+     r"the function's minimum \((?P<e>\S+)\) up to a rounding, but the target recorded (?P<r>\S+), (?P<x>\S+)x what "
+     r"rounding and another approximation of the function explain; ",
+     "单点跳变：{node} 逐元素应用其函数，因此其输出的 Min 在一次舍入内不会低于该函数的最小值（{e}），但目标侧记录为 {r}，"
+     "是舍入和该函数其他近似实现所能解释的 {x} 倍；"),
+    (r"One localised jump: (?P<node>\S+) applies its function element by element, so its output's (?P<w>Max|Min) is the "
+     r"function of its input's (?P=w) \((?P<e>\S+)\) up to a rounding, but the target recorded (?P<r>\S+), (?P<x>\S+)x "
+     r"what rounding and another approximation of the function explain; ",
+     "单点跳变：{node} 逐元素应用其函数，因此其输出的 {w} 在一次舍入内等于该函数作用于输入 {w} 的值（{e}），但目标侧记录为 {r}，"
+     "是舍入和该函数其他近似实现所能解释的 {x} 倍；"),
+    (r"^the target's own statistics disagree: the output (?P<name>\S+)'s (?:Min is below the function's minimum|"
+     r"(?P<w>Max|Min) is not the function of its input's) \((?P<r>\S+) recorded, (?P<e>\S+) expected\), (?P<x>\S+)x what "
+     r"rounding and another approximation of the function explain$",
+     "目标侧自身的统计量相互矛盾：输出 {name} 的极值（记录为 {r}，应为 {e}）与其输入不符，是舍入和该函数其他近似实现所能解释的 {x} 倍"),
     (r"One localised jump: (?P<node>\S+) gets bit-identical inputs \(equal md5\) and returns, most likely, the same "
      r"values in other places \(its output's md5 differs, Max/Min are equal and Mean/Norm move by rounding only\); ",
      "单点跳变：{node} 的输入逐位相同（md5 相等），输出很可能是同样的数值换了位置（输出 md5 不同，Max/Min 相等，Mean/Norm 仅差舍入）；"),

@@ -1158,6 +1158,7 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "bf16_softmax_bwd_sparse": lambda side, rank: _bf16_backward_fault(side, "softmax", 1.05, 3),
     "tf32_block": lambda side, rank: _tf32_block(side),
     "stats_tf32_block": lambda side, rank: _statistics(_tf32_block(side)),
+    "stats_bf16_gelu_sparse": lambda side, rank: _statistics(_bf16_sparse_fault(side, "gelu", 1.05, 5)),
 }
 
 

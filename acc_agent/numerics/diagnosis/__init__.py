@@ -42,7 +42,7 @@ from acc_agent.numerics.diagnosis.graph import (
 from acc_agent.numerics.diagnosis.judge import judge
 from acc_agent.numerics.diagnosis.localise import Finding, dead_end, final_tensor, find, in_pass
 from acc_agent.numerics.diagnosis.ranks import combine_ranks
-from acc_agent.numerics.diagnosis.recheck import recheck
+from acc_agent.numerics.diagnosis.recheck import recheck, recheck_extremes
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -69,6 +69,8 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
     rechecking = not use_bench and compared_by in ("tensor", "mixed")
     if rechecking:
         recheck(in_pass(graph, direction), target, graph)
+    if not use_bench and compared_by in ("statistics", "mixed") and direction == "forward":
+        recheck_extremes(in_pass(graph, direction))
     fd, diag = _diagnose_pass(graph, direction, golden, target, use_bench, compared_by)
     if direction == "forward" and diag.category == "no_layer_fault" and rechecking and backward:
         recheck(backward, target, graph)
@@ -289,6 +291,14 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     if t.strict == "reordered":
         jump = (f"One localised jump: {node.key} gets bit-identical inputs (equal md5) and returns, most likely, the same values in "
                 "other places (its output's md5 differs while Max/Min/Mean/Norm are equal); ")
+    if t.strict == "extremes" and t.extreme is not None:
+        which, recorded, expected = t.extreme
+        jump = (f"One localised jump: {node.key} applies its function element by element, so its output's "
+                + ("Min cannot go below the function's minimum " if which == "lowest" else f"{which} is the function "
+                   f"of its input's {which} ")
+                + f"({explain.fmt(expected, '.5g')}) up to a rounding, but the target recorded "
+                  f"{explain.fmt(recorded, '.5g')}, {explain.fmt(t.excess, '.3g')}x what rounding and another "
+                  "approximation of the function explain; ")
     if t.strict == "moved":
         jump = (f"One localised jump: {node.key} gets bit-identical inputs (equal md5) and returns, most likely, the same values in "
                 "other places (its output's md5 differs, Max/Min are equal and Mean/Norm move by rounding only); ")

@@ -142,6 +142,12 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
         return (f"re-computed in float64 from the target's own recorded inputs and arguments, {node.key} gives an output "
                 f"{fmt(t.recomputed, '.3g')} (relative L2) away from the target's {t.name}; its own rounding explains "
                 f"{fmt(t.recomputed / t.excess, '.2g')}")
+    if t.strict == "extremes" and t.extreme is not None:
+        which, recorded, expected = t.extreme
+        what = "Min is below the function's minimum" if which == "lowest" else f"{which} is not the function of its input's"
+        return (f"the target's own statistics disagree: the output {t.name}'s {what} ({fmt(recorded, '.5g')} recorded, "
+                f"{fmt(expected, '.5g')} expected), {fmt(t.excess, '.3g')}x what rounding and another approximation of "
+                "the function explain")
     if t.strict == "moved" and f.shows_at is not None:
         return (f"every input of {node.key} is bit-identical to the golden's (equal md5) while its output {t.name} has "
                 "other bytes with the golden's Max and Min and a Mean/Norm within rounding: most likely the same values "

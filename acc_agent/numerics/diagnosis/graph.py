@@ -113,6 +113,7 @@ class Tensor:
     # own inputs does not give its output; see recheck)
     strict: str | None = None
     recomputed: float | None = None  # relative L2 residual of that re-computation
+    extreme: tuple[str, float, float] | None = None  # strict "extremes": (Max | Min | lowest, recorded, expected)
     cancelled: bool = False  # a parameter gradient whose terms cancel to rounding level, judged in absolute terms
     direction: str = "forward"  # forward | backward (backward and parameters_grad calls)
 

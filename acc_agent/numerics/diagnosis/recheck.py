@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis import probes
 from acc_agent.numerics.diagnosis.backward_recompute import backward_residual, forward_of
+from acc_agent.numerics.diagnosis.extremes import extremes_excess
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -62,3 +63,15 @@ def _eligible(t: Tensor) -> bool:
     return (t.judged and not t.is_input and t.arg == "output.0" and t.m.measure == "tensor" and t.node is not None and t.node.computing
             and budgets.canonical_dtype(t.m.dtype) in _LOW_PRECISION)
 
+
+
+def recheck_extremes(tensors: list[Tensor]) -> None:
+    """Mark the statistics-measured activation outputs, before the first one beyond precision, whose Max/Min
+    their input's Max/Min do not give (see ``extremes``)."""
+    first = next((t.pos for t in tensors if t.beyond), math.inf)
+    for t in tensors:
+        if t.pos >= first or not t.judged:
+            continue
+        found = extremes_excess(t)
+        if found is not None and found[0] > 1.0:
+            t.excess, t.strict, t.extreme = found[0], "extremes", found[1:]
