@@ -6,8 +6,9 @@ increasing function maps the input's largest element to the output's largest, so
 its Min is ``f(input Min)``. GELU and SiLU also never go below their global minimum (-0.17 and -0.28).
 A kernel that is a few percent off on part of its elements breaks one of these as soon as an extreme
 element is among them, whatever the error budget of a BF16 operator says (6 %): the target's own
-numbers disagree with each other. Only the target's statistics are used, as ``recheck`` uses only the
-target's tensors.
+numbers disagree with each other. The target's statistics are judged on their own, as ``recheck`` uses
+only the target's tensors; the golden's must keep the same relation, or the call is not checked (a
+hook or an in-place change between the recorded input and the output, another kernel).
 """
 
 from __future__ import annotations
@@ -61,14 +62,24 @@ def extremes_excess(t: Tensor) -> tuple[float, str, float, float] | None:
     tensor_inputs = [x for x in node.inputs if x.row.__dict__.get("target_stats")]
     if fn is None or len(tensor_inputs) != 1 or node.key.startswith("Module."):
         return None
-    x_stats = tensor_inputs[0].row.__dict__.get("target_stats") or {}
-    y_stats = t.row.__dict__.get("target_stats") or {}
+    x_row, y_row = tensor_inputs[0].row.__dict__, t.row.__dict__
+    golden = _check(x_row.get("golden_stats"), y_row.get("golden_stats"), fn, x_row.get("golden_dtype") or t.m.dtype)
+    if golden is None or golden[0] > 1.0:
+        return None  # the golden's own numbers do not keep the relation: a hook, an in-place change, another kernel
+    return _check(x_row.get("target_stats"), y_row.get("target_stats"), fn, t.m.dtype)
+
+
+def _check(x_stats: dict[str, float | None] | None, y_stats: dict[str, float | None] | None,
+           fn: tuple[Callable[[float], float], float, float], dtype: str | None) -> tuple[float, str, float, float] | None:
+    """The worst extreme of one side's recorded output against ``f`` of its recorded input (see extremes_excess)."""
+    if not x_stats or not y_stats:
+        return None
     values = [x_stats.get("Max"), x_stats.get("Min"), y_stats.get("Max"), y_stats.get("Min")]
     if not all(isinstance(v, int | float) and math.isfinite(v) for v in values):
         return None
     x_max, x_min, y_max, y_min = (float(v) for v in values)  # type: ignore[arg-type]
     f, rising_from, lowest = fn
-    u = budgets.unit_roundoff(t.m.dtype)
+    u = budgets.unit_roundoff(dtype)
     scale = max(abs(y_max), abs(y_min), abs(lowest))
 
     def check(which: str, recorded: float, expected: float) -> tuple[float, str, float, float]:
