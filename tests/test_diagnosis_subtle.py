@@ -35,7 +35,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:
 
 from msprobe_cases import make_case  # noqa: E402
 
-from acc_agent.io.dumps import open_dump_set  # noqa: E402
+from acc_agent.io.dumps import Dump, open_dump_set  # noqa: E402
 from acc_agent.models.compare import CompareDumpsOutput  # noqa: E402
 from acc_agent.numerics import (
     budgets,  # noqa: E402
@@ -54,6 +54,24 @@ def _compare(name: str) -> CompareDumpsOutput:
     out = call_tool("compare_dumps", {"golden": str(case.golden), "target": str(case.target), "workers": 1})
     assert isinstance(out, CompareDumpsOutput) and out.diagnosis is not None
     return out
+
+
+def _compare_keeping_graph(name: str, monkeypatch: pytest.MonkeyPatch) -> tuple[CompareDumpsOutput, Graph]:
+    """:func:`_compare`, and the first rank's judged dataflow graph (to measure the margins the checks rest on)."""
+    graphs: list[Graph] = []
+    real_judge = diagnosis.judge
+
+    def judge_and_keep(graph: Graph, use_bench: bool) -> None:
+        real_judge(graph, use_bench)
+        graphs.append(graph)
+
+    monkeypatch.setattr(diagnosis, "judge", judge_and_keep)
+    return _compare(name), graphs[0]
+
+
+def _target_dump(name: str) -> Dump:
+    target = open_dump_set(str(make_case(name).target))
+    return target.ranks[next(iter(target.ranks))]
 
 
 def _assert_translated(text: str) -> None:
@@ -83,21 +101,11 @@ def test_sparse_low_precision_fault_breaks_a_bound_rounding_cannot(name: str, mo
 @pytest.mark.parametrize("name", ["bf16_block_clean", "bf16_clean", "fp16_clean"])
 def test_clean_low_precision_calls_re_compute_within_one_roundoff(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The margin the re-computation check rests on: rounding alone stays far under its allowance."""
-    graphs: list[Graph] = []
-    real_judge = diagnosis.judge
-
-    def judge_and_keep(graph: Graph, use_bench: bool) -> None:
-        real_judge(graph, use_bench)
-        graphs.append(graph)
-
-    monkeypatch.setattr(diagnosis, "judge", judge_and_keep)
-    out = _compare(name)
+    out, graph = _compare_keeping_graph(name, monkeypatch)
     assert out.verdict == "pass" and out.diagnosis is not None and out.diagnosis.category == "no_layer_fault"
-    case = make_case(name)
-    target = open_dump_set(str(case.target))
-    t = target.ranks[next(iter(target.ranks))]
+    t = _target_dump(name)
     residuals = {}
-    for node in graphs[0].nodes:
+    for node in graph.nodes:
         if node.direction == "forward" and node.computing and node.outputs:
             r = probes.kernel_residual(node, t)
             if r is not None:
@@ -167,23 +175,13 @@ def test_clean_low_precision_backward_calls_re_compute_within_one_roundoff(name:
     """The margin of the backward re-computation: clean bf16 input gradients stay under one roundoff."""
     from acc_agent.numerics.diagnosis.backward_recompute import backward_residual, forward_of
 
-    graphs: list[Graph] = []
-    real_judge = diagnosis.judge
-
-    def judge_and_keep(graph: Graph, use_bench: bool) -> None:
-        real_judge(graph, use_bench)
-        graphs.append(graph)
-
-    monkeypatch.setattr(diagnosis, "judge", judge_and_keep)
-    out = _compare(name)
+    out, graph = _compare_keeping_graph(name, monkeypatch)
     assert out.verdict == "pass" and out.diagnosis is not None and out.diagnosis.category == "no_layer_fault"
-    case = make_case(name)
-    target = open_dump_set(str(case.target))
-    t = target.ranks[next(iter(target.ranks))]
+    t = _target_dump(name)
     residuals = {}
-    for node in graphs[0].nodes:
+    for node in graph.nodes:
         if node.direction == "backward" and node.computing and node.outputs:
-            r = backward_residual(node, forward_of(node, graphs[0].by_key), t)
+            r = backward_residual(node, forward_of(node, graph.by_key), t)
             if r is not None:
                 residuals[node.key] = r / budgets.unit_roundoff(node.outputs[0].m.dtype)
     assert len(residuals) >= (3 if name == "bf16_block_clean" else 2), residuals  # norms, softmax, gelu
@@ -238,16 +236,8 @@ def test_clean_activations_keep_their_extremes_within_rounding(name: str, monkey
     """The margin of the extremes check: every activation before the fault keeps Max/Min within rounding."""
     from acc_agent.numerics.diagnosis.extremes import extremes_excess
 
-    graphs: list[Graph] = []
-    real_judge = diagnosis.judge
-
-    def judge_and_keep(graph: Graph, use_bench: bool) -> None:
-        real_judge(graph, use_bench)
-        graphs.append(graph)
-
-    monkeypatch.setattr(diagnosis, "judge", judge_and_keep)
-    out = _compare(name)
+    out, graph = _compare_keeping_graph(name, monkeypatch)
     assert out.first_divergence is not None
-    checked = {t.node.key: r[0] for t in graphs[0].tensors if t.node is not None
-               and t.node.pos < graphs[0].by_key[out.first_divergence.module].pos and (r := extremes_excess(t)) is not None}
+    checked = {t.node.key: r[0] for t in graph.tensors if t.node is not None
+               and t.node.pos < graph.by_key[out.first_divergence.module].pos and (r := extremes_excess(t)) is not None}
     assert checked and max(checked.values()) < 0.5, checked
