@@ -70,7 +70,7 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
     if rechecking:
         recheck(in_pass(graph, direction), target, graph)
     if not use_bench and compared_by in ("statistics", "mixed") and direction == "forward":
-        recheck_extremes(in_pass(graph, direction))
+        recheck_extremes(forward)
     fd, diag = _diagnose_pass(graph, direction, golden, target, use_bench, compared_by)
     if direction == "forward" and diag.category == "no_layer_fault" and rechecking and backward:
         recheck(backward, target, graph)

@@ -14,6 +14,7 @@ hook or an in-place change between the recorded input and the output, another ke
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -49,6 +50,11 @@ _FUNCTIONS: dict[str, tuple[Callable[[float], float], float, float]] = {
     "sigmoid": (_sigmoid, -math.inf, 0.0),
     "tanh": (math.tanh, -math.inf, -1.0),
 }
+
+
+#: Call keys of the functions above (``Functional.gelu.3.forward``, ``Torch.tanh.0.forward``): a statistics dump
+#: has ~100k calls, and a match in C is what picks the few thousand activations among them.
+ACTIVATION_KEY = re.compile(r"^[A-Za-z]+\.(?:" + "|".join(_FUNCTIONS) + r")\.\d+\.forward$")
 
 
 def extremes_excess(t: Tensor) -> tuple[float, str, float, float] | None:
