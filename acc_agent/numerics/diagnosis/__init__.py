@@ -279,15 +279,11 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                "sum": " (a sum or difference moves each element by at most its inputs' differences added, plus one "
                       "rounding)"}.get(t.strict or "", "") + "; ")
     if t.strict == "recomputed" and t.recomputed is not None:
-        jump = (f"One localised jump: {node.key} does not compute what its inputs say: its output is "
-                f"{explain.fmt(t.recomputed, '.3g')} (relative L2) away from the call re-computed in float64 from the "
-                f"target's own recorded inputs and arguments, {explain.fmt(t.excess, '.3g')}x what the output's own "
+        source, compared, recomputed = explain.RECOMPUTED_FROM[t.direction]
+        jump = (f"One localised jump: {node.key} does not compute what its inputs say: its {compared} is "
+                f"{explain.fmt(t.recomputed, '.3g')} (relative L2) away from the {recomputed} re-computed in float64 from "
+                f"the target's own recorded {source}, {explain.fmt(t.excess, '.3g')}x what the output's own "
                 f"{budgets.canonical_dtype(t.m.dtype)} rounding explains; ")
-        if t.direction == "backward":
-            jump = (f"One localised jump: {node.key} does not compute what its inputs say: its input gradient is "
-                    f"{explain.fmt(t.recomputed, '.3g')} (relative L2) away from the gradient re-computed in float64 "
-                    f"from the target's own recorded forward inputs and incoming gradient, {explain.fmt(t.excess, '.3g')}x "
-                    f"what the output's own {budgets.canonical_dtype(t.m.dtype)} rounding explains; ")
     if t.strict == "reordered":
         jump = (f"One localised jump: {node.key} gets bit-identical inputs (equal md5) and returns, most likely, the same values in "
                 "other places (its output's md5 differs while Max/Min/Mean/Norm are equal); ")

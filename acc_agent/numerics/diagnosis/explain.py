@@ -98,6 +98,12 @@ def _ref(use_bench: bool) -> str:
     return f"{budgets.BENCH_RATIO:g}x the bench's error" if use_bench else "what its inputs' error and one rounding explain"
 
 
+#: By pass: what a re-computed call is re-computed from, what of it is compared, and what is re-computed
+#: (see ``recheck``).
+RECOMPUTED_FROM = {"forward": ("inputs and arguments", "output", "call"),
+                   "backward": ("forward inputs and incoming gradient", "input gradient", "gradient")}
+
+
 def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
     t, node = f.tensor, f.node
     err = f"{'relative error' if t.m.measure == 'tensor' else 'statistics differ by'} {fmt(t.err)}"
@@ -134,12 +140,9 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
                     + where)
         return (f"{t.name} differs ({err}) although it is the same data as {t.producer.name}, which agrees: it was "
                 f"changed between the two calls" + where)
-    if t.strict == "recomputed" and t.recomputed is not None and t.direction == "backward":
-        return (f"re-computed in float64 from the target's own recorded forward inputs and incoming gradient, {node.key} "
-                f"gives an input gradient {fmt(t.recomputed, '.3g')} (relative L2) away from the target's {t.name}; its "
-                f"own rounding explains {fmt(t.recomputed / t.excess, '.2g')}")
     if t.strict == "recomputed" and t.recomputed is not None:
-        return (f"re-computed in float64 from the target's own recorded inputs and arguments, {node.key} gives an output "
+        source, compared, _ = RECOMPUTED_FROM[t.direction]
+        return (f"re-computed in float64 from the target's own recorded {source}, {node.key} gives an {compared} "
                 f"{fmt(t.recomputed, '.3g')} (relative L2) away from the target's {t.name}; its own rounding explains "
                 f"{fmt(t.recomputed / t.excess, '.2g')}")
     if t.strict == "extremes" and t.extreme is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -142,19 +143,11 @@ def _reordering_argument(node: Node, golden: Dump | None, target: Dump | None) -
     When a call on the data path into it, within a few producing calls, took a different argument
     (``permute(0, 2, 1, 3)`` against ``permute(0, 1, 2, 3)``), that argument is where the difference
     entered. Only statistics-measured outputs are walked: tensor data or md5 would have shown the move."""
-    seen: set[int] = set()
-    frontier = [x.producer for x in node.inputs if x.producer is not None and x.link == "data"]
-    for _ in range(REORDER_HOPS):
-        nxt: list[Tensor] = []
-        for out in frontier:
-            if out is None or id(out) in seen or out.node is None or out.beyond or out.m.measure != "statistics":
-                continue
-            seen.add(id(out))
-            scalar = differing_scalar(out.node.key, golden, target, out)
-            if scalar is not None:
-                return Finding(out, out.node, "argument", argument=scalar[0], scalar=scalar)
-            nxt.extend(x.producer for x in out.node.inputs if x.producer is not None and x.link == "data")
-        frontier = nxt
+    for out in _upstream(node, lambda o: o.m.measure == "statistics"):
+        assert out.node is not None  # _upstream
+        scalar = differing_scalar(out.node.key, golden, target, out)
+        if scalar is not None:
+            return Finding(out, out.node, "argument", argument=scalar[0], scalar=scalar)
     return None
 
 
@@ -167,21 +160,28 @@ def _moving_call(node: Node) -> Finding | None:
     precision, and the first call that mixes positions (a matmul, a linear) is where the difference
     first shows. Only md5-measured outputs with another digest are walked (bit-identical inputs are
     what rules rounding out), and only when the output's Max and Min are the golden's exactly."""
+    for out in _upstream(node, lambda o: o.m.measure == "md5" and bool(o.err)):
+        if _same_extremes(out) and inputs_bit_identical(out):
+            assert out.node is not None  # _upstream
+            out.strict, out.excess = "moved", math.inf
+            return Finding(out, out.node, "operator")
+    return None
+
+
+def _upstream(node: Node, through: Callable[[Tensor], bool]) -> Iterator[Tensor]:
+    """The outputs on the data path into ``node``, nearest first, up to ``REORDER_HOPS`` producing calls back,
+    walking only through outputs within precision that ``through`` accepts."""
     seen: set[int] = set()
     frontier = [x.producer for x in node.inputs if x.producer is not None and x.link == "data"]
     for _ in range(REORDER_HOPS):
         nxt: list[Tensor] = []
         for out in frontier:
-            if (out is None or id(out) in seen or out.node is None or out.beyond or out.m.measure != "md5"
-                    or not out.err):
+            if out is None or id(out) in seen or out.node is None or out.beyond or not through(out):
                 continue
             seen.add(id(out))
-            if _same_extremes(out) and inputs_bit_identical(out):
-                out.strict, out.excess = "moved", math.inf
-                return Finding(out, out.node, "operator")
+            yield out
             nxt.extend(x.producer for x in out.node.inputs if x.producer is not None and x.link == "data")
         frontier = nxt
-    return None
 
 
 def _same_extremes(t: Tensor) -> bool:

@@ -60,9 +60,8 @@ def recheck(tensors: list[Tensor], target: Dump | None, graph: Graph) -> None:
 
 
 def _eligible(t: Tensor) -> bool:
-    return (t.judged and not t.is_input and t.arg == "output.0" and t.m.measure == "tensor" and t.node is not None and t.node.computing
-            and budgets.canonical_dtype(t.m.dtype) in _LOW_PRECISION)
-
+    return (t.judged and not t.is_input and t.arg == "output.0" and t.m.measure == "tensor" and t.node is not None
+            and t.node.computing and budgets.canonical_dtype(t.m.dtype) in _LOW_PRECISION)
 
 
 def recheck_extremes(tensors: list[Tensor]) -> None:
