@@ -1111,6 +1111,12 @@ def _statistics(plan: Plan) -> Plan:
     return plan
 
 
+def _md5(plan: Plan) -> Plan:
+    """The same run dumped with task statistics and summary_mode md5 (a CRC32 digest beside the statistics)."""
+    plan.task, plan.summary_mode = "statistics", "md5"
+    return plan
+
+
 BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "tensor_l1_gelu": lambda side, rank: _mlp_gelu(side, "tensor"),
     "stats_l1_gelu": lambda side, rank: _mlp_gelu(side, "statistics"),
@@ -1159,6 +1165,12 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "tf32_block": lambda side, rank: _tf32_block(side),
     "stats_tf32_block": lambda side, rank: _statistics(_tf32_block(side)),
     "stats_bf16_gelu_sparse": lambda side, rank: _statistics(_bf16_sparse_fault(side, "gelu", 1.05, 5)),
+    "md5_fused": lambda side, rank: _md5(_fused(side)),
+    "md5_tf32_block": lambda side, rank: _md5(_tf32_block(side)),
+    "md5_bf16_gelu_sparse": lambda side, rank: _md5(_bf16_sparse_fault(side, "gelu", 1.05, 5)),
+    "stats_bf16_block_clean": lambda side, rank: _statistics(_bf16_block_clean(side)),
+    "stats_bf16_residual_add_sparse": lambda side, rank: _statistics(
+        _llama(side, torch.bfloat16, "residual_add", (2, 8, 64), False)),
 }
 
 

@@ -274,6 +274,28 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "large on every 5th element, bf16 target, fp32 golden, no bench), dumped with msprobe's default task "
              "(statistics): the output's statistics error stays inside a bf16 operator's budget, but its recorded Min "
              "is below GELU's minimum (-0.17).", "operator_fault", "Functional.gelu.1.forward", pass_="forward"),
+    CaseSpec("md5_fused", "Same models and fault as `fused` (the target calls the fused F.layer_norm where the "
+             "golden computes it decomposed; the target's later gelu adds 1.0 to every 5th element), dumped with "
+             "summary_mode md5: the fused region's output has another digest by rounding alone, and its Max/Min "
+             "are the golden's exactly, as values moved to other places would keep them.", "operator_fault",
+             "Functional.gelu.0.forward", pass_="forward", same_keys=False),
+    CaseSpec("md5_tf32_block", "Same models as `tf32_block` (every target GEMM on TF32-rounded operands), dumped "
+             "with summary_mode md5: no digest of a GEMM output matches, and the statistics show each GEMM adding "
+             "error of about the same size.", "precision_accumulation", None,
+             also_accept=("Functional.linear.0.forward",)),
+    CaseSpec("md5_bf16_gelu_sparse", "Same models and fault as `bf16_gelu_sparse` (the target's second gelu 5 % too "
+             "large on every 5th element, bf16 target, fp32 golden, no bench), dumped with summary_mode md5: every "
+             "digest differs from the fp32 golden's, and the statistics beside them must carry the diagnosis (the "
+             "recorded Min is below GELU's minimum).", "operator_fault", "Functional.gelu.1.forward", pass_="forward"),
+    CaseSpec("stats_bf16_residual_add_sparse", "Same models and fault as `bf16_residual_add_sparse` (the Llama "
+             "layer's second residual add, Tensor.__add__.3, 4 % too large on every 3rd element, bf16 target, fp32 "
+             "golden, no bench), dumped with msprobe's default task (statistics): the output's statistics stay inside "
+             "a bf16 operator's budget, but its recorded Mean is not its inputs' Means added.", "operator_fault",
+             "Tensor.__add__.3.forward", pass_="forward"),
+    CaseSpec("stats_bf16_block_clean", "Same clean pre-norm transformer block as `bf16_block_clean` (fp32 golden, "
+             "bf16 target, forward + backward, no fault, no bench), dumped with msprobe's default task (statistics): "
+             "every recorded statistic, the residual adds' Means included, moves by bf16 rounding only.",
+             "no_layer_fault", None, clean=True),
     CaseSpec("stats_two_ranks", "Same models and fault as `two_ranks` (rank 1's gelu adds 1.0 to every 5th "
              "element), dumped with task statistics on both ranks.", "operator_fault", "Functional.gelu.0.forward",
              pass_="forward", rank="rank1", world_size=2, other_rank_first_diff="Distributed.all_reduce.0.forward"),

@@ -69,8 +69,8 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
     rechecking = not use_bench and compared_by in ("tensor", "mixed")
     if rechecking:
         recheck(in_pass(graph, direction), target, graph)
-    if not use_bench and compared_by in ("statistics", "mixed") and direction == "forward":
-        recheck_extremes(forward)
+    if not use_bench and compared_by in ("statistics", "md5", "mixed") and direction == "forward":
+        recheck_extremes(forward, target)
     fd, diag = _diagnose_pass(graph, direction, golden, target, use_bench, compared_by)
     if direction == "forward" and diag.category == "no_layer_fault" and rechecking and backward:
         recheck(backward, target, graph)
@@ -287,7 +287,12 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     if t.strict == "reordered":
         jump = (f"One localised jump: {node.key} gets bit-identical inputs (equal md5) and returns, most likely, the same values in "
                 "other places (its output's md5 differs while Max/Min/Mean/Norm are equal); ")
-    if t.strict == "extremes" and t.extreme is not None:
+    if t.strict == "extremes" and t.extreme is not None and t.extreme[0] == "Mean":
+        _, recorded, expected = t.extreme
+        jump = (f"One localised jump: {node.key} adds its inputs, so its output's Mean is their Means added "
+                f"({explain.fmt(expected, '.6g')}) up to a rounding, but the target recorded {explain.fmt(recorded, '.6g')}, "
+                f"{explain.fmt(t.excess, '.3g')}x what the rounding of the recorded Means and of the elements explains; ")
+    elif t.strict == "extremes" and t.extreme is not None:
         which, recorded, expected = t.extreme
         jump = (f"One localised jump: {node.key} applies its function element by element, so its output's "
                 + ("Min cannot go below the function's minimum " if which == "lowest" else f"{which} is the function "

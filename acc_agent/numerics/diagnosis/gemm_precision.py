@@ -60,13 +60,17 @@ class CoarseGemms:
     checked: int = 0
 
 
+#: Measures that carry only a summary of each tensor (an md5 dump records the statistics beside the digest).
+SUMMARIES = frozenset({"statistics", "md5"})
+
+
 def coarse_gemms(graph: Graph, direction: str, t: Tensor, target: Dump | None) -> CoarseGemms | None:
     """The re-computed GEMMs of the pass when all of them, the one at ``t`` included, add error of their own
     of about the same size; None otherwise (one faulty GEMM, too few GEMMs, data missing)."""
     if (t.node is None or direction != "forward" or budgets.canonical_dtype(t.m.dtype) != "float32"
             or probes.family(t.node.key) != "linear"):
         return None
-    if t.m.measure == "statistics":
+    if t.m.measure in SUMMARIES:
         return _from_statistics(graph, direction, t)
     if target is None or t.m.measure != "tensor":
         return None
@@ -101,7 +105,7 @@ def _from_statistics(graph: Graph, direction: str, t: Tensor) -> CoarseGemms | N
     that carry less error than it, turn them into an output beyond float32 precision, by errors of about the same
     size. One faulty GEMM is beyond once; the GEMMs after it carry its error and stay within the allowance."""
     outputs = [x for x in graph.tensors if x.direction == direction and not x.is_input and x.arg == "output.0"
-               and x.judged and x.node is not None and x.node.computing and x.m.measure == "statistics"
+               and x.judged and x.node is not None and x.node.computing and x.m.measure in SUMMARIES
                and budgets.canonical_dtype(x.m.dtype) == "float32" and probes.family(x.node.key) == "linear"]
     beyond = [x for x in outputs if x.beyond and x.err is not None and math.isfinite(x.err) and x.err > 0]
     if t not in beyond or len(beyond) < MIN_GEMMS or 2 * len(beyond) < len(outputs):

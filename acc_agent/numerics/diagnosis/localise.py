@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from acc_agent.numerics import budgets
-from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor
-from acc_agent.numerics.diagnosis.judge import inputs_bit_identical
+from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name
+from acc_agent.numerics.diagnosis.judge import ELEMENTWISE_SLOPE, inputs_bit_identical
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -124,7 +124,7 @@ def _classify(t: Tensor, graph: Graph, golden: Dump | None, target: Dump | None)
     scalar = differing_scalar(node.key, golden, target, t)
     if scalar is not None:
         return Finding(t, node, "argument", argument=scalar[0], scalar=scalar)
-    upstream = _reordering_argument(node, golden, target) or _moving_call(node)
+    upstream = None if _keeps_positions(node) else _reordering_argument(node, golden, target) or _moving_call(node)
     if upstream is not None:
         upstream.shows_at = t
         return upstream
@@ -151,6 +151,18 @@ def _reordering_argument(node: Node, golden: Dump | None, target: Dump | None) -
     return None
 
 
+#: Calls that map each element on its own (the output's statistics are a function of the input's values, wherever
+#: they sit): values moved to other places upstream cannot change what such a call's output statistics say.
+UNARY_ELEMENTWISE = frozenset({*ELEMENTWISE_SLOPE, "gelu", "silu", "exp", "log", "abs", "neg", "sqrt", "rsqrt",
+                               "square", "erf", "reciprocal", "sin", "cos", "clamp", "clip", "dropout"})
+
+
+def _keeps_positions(node: Node) -> bool:
+    """Whether ``node`` is a unary elementwise call (one tensor input): no earlier move of values shows in it."""
+    tensors = [x for x in node.inputs if x.err is not None]
+    return len(tensors) == 1 and api_name(node.key).lower().strip("_") in UNARY_ELEMENTWISE
+
+
 def _moving_call(node: Node) -> Finding | None:
     """An earlier call on the way into ``node`` that gets bit-identical inputs and returns the same values
     in other places, in an md5 dump.
@@ -159,9 +171,12 @@ def _moving_call(node: Node) -> Finding | None:
     can move by a rounding. So the call's output has another digest while its statistics agree within
     precision, and the first call that mixes positions (a matmul, a linear) is where the difference
     first shows. Only md5-measured outputs with another digest are walked (bit-identical inputs are
-    what rules rounding out), and only when the output's Max and Min are the golden's exactly."""
-    for out in _upstream(node, lambda o: o.m.measure == "md5" and bool(o.err)):
-        if _same_extremes(out) and inputs_bit_identical(out):
+    what rules rounding out), and only when the output's Max and Min are the golden's exactly. The walk
+    goes only through such outputs too (a view or a reshape of the moved values): an output whose extremes
+    moved is rounding at work, and what came before it (a fused kernel against its decomposed twin, whose
+    digest differs by rounding alone) did not move values into the first divergence."""
+    for out in _upstream(node, lambda o: o.m.measure == "md5" and bool(o.err) and _same_extremes(o)):
+        if inputs_bit_identical(out):
             assert out.node is not None  # _upstream
             out.strict, out.excess = "moved", math.inf
             return Finding(out, out.node, "operator")

@@ -26,6 +26,7 @@ from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis import probes
 from acc_agent.numerics.diagnosis.backward_recompute import backward_residual, forward_of
 from acc_agent.numerics.diagnosis.extremes import ACTIVATION_KEY, extremes_excess
+from acc_agent.numerics.diagnosis.sums import ADDITIVE_KEY, sum_excess
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -64,14 +65,21 @@ def _eligible(t: Tensor) -> bool:
             and t.node.computing and budgets.canonical_dtype(t.m.dtype) in _LOW_PRECISION)
 
 
-def recheck_extremes(tensors: list[Tensor]) -> None:
-    """Mark the statistics-measured activation outputs, before the first one beyond precision, whose Max/Min
-    their input's Max/Min do not give (see ``extremes``)."""
+def recheck_extremes(tensors: list[Tensor], target: Dump | None = None) -> None:
+    """Mark the statistics-measured outputs, before the first one beyond precision, whose recorded statistics
+    their inputs' do not give: an activation's Max/Min (see ``extremes``), a sum's Mean (see ``sums``)."""
     first = next((t.pos for t in tensors if t.excess > 1.0), math.inf)  # t.beyond, 300k times without the property
-    activation = ACTIVATION_KEY.match
+    activation, additive = ACTIVATION_KEY.match, ADDITIVE_KEY.match
+    scalars = getattr(target, "scalars", None) or {}
     for t in tensors:
-        if t.arg != "output.0" or t.pos >= first or t.node is None or activation(t.node.key) is None:
+        if t.arg != "output.0" or t.pos >= first or t.node is None:
             continue
-        found = extremes_excess(t)
+        key = t.node.key
+        if activation(key) is not None:
+            found = extremes_excess(t)
+        elif additive(key) is not None:
+            found = sum_excess(t, {s.name[len(key) + 1:]: s.value for s in scalars.get(key, [])})
+        else:
+            continue
         if found is not None and found[0] > 1.0:
             t.excess, t.strict, t.extreme = found[0], "extremes", found[1:]

@@ -1,0 +1,88 @@
+"""A sum's recorded Mean checked against its inputs' Means, on the target alone: a statistics-dump re-check.
+
+The mean is linear: ``mean(a + b) = mean(a) + mean(b)`` and ``mean(a - b) = mean(a) - mean(b)``, and a
+broadcast input keeps its mean. So an addition's recorded output Mean must equal its inputs' recorded
+Means added, whatever error the inputs carry from earlier calls: the identity holds within one run.
+What may separate them is rounding only: each recorded Mean is rounded to the tensor's dtype, and each
+output element carries one rounding of its own, which averages out over the elements (round to nearest
+is unbiased). A residual add that is a few percent off on part of its elements moves its output Mean by
+far more, while its Max, Min and Norm stay inside a BF16 operator's error budget (6 %). The check sees what
+moves the Mean beyond the recorded Means' own rounding (up to one BF16 rounding each): a scaling of a stream
+whose mean is a sizeable part of its spread. A fault on zero-mean values leaves the Mean where it was, and
+a 4 % change on a third of the elements is at the edge; nothing here is flagged that rounding can explain.
+
+As in ``extremes``, the golden's own numbers must keep the identity, or the call is not checked (a hook
+or an in-place change between the recorded inputs and the output, an ``alpha`` the dump does not show).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import TYPE_CHECKING
+
+from acc_agent.numerics import budgets
+from acc_agent.numerics.diagnosis.measure import numel
+
+if TYPE_CHECKING:
+    from acc_agent.numerics.diagnosis.graph import Tensor
+
+#: Roundings of each recorded Mean (one for the rounding to the tensor's dtype, one for the summation).
+MEAN_ROUNDINGS = 2.0
+#: Standard deviations of the averaged element roundings allowed (each element's rounding is at most one unit
+#: roundoff of its magnitude and averages out as 1/sqrt(n) over n elements).
+ELEMENT_SIGMAS = 4.0
+#: Smallest unit roundoff used: float32 statistics are summed in float32 over up to millions of elements.
+FLOOR_ROUNDOFF = 2.0**-20
+
+#: Calls whose output is the sum (+1) or the difference (-1) of their two operands, by API name.
+_SIGNS = {"add": 1.0, "add_": 1.0, "__add__": 1.0, "__radd__": 1.0, "__iadd__": 1.0,
+          "sub": -1.0, "sub_": -1.0, "subtract": -1.0, "__sub__": -1.0, "__isub__": -1.0}
+#: Call keys of those calls (``Tensor.__add__.3.forward``, ``Torch.sub.0.forward``), matched in C among ~100k calls.
+ADDITIVE_KEY = re.compile(r"^(?:Tensor|Torch)\.(?:" + "|".join(re.escape(k) for k in _SIGNS) + r")\.\d+\.forward$")
+
+
+def sum_excess(t: Tensor, scalars: dict[str, object]) -> tuple[float, str, float, float] | None:
+    """How far the additive call's output ``t`` has its recorded Mean from its inputs' Means added (> 1: beyond
+    rounding): (excess, "Mean", recorded, expected); None when not checkable. ``scalars``: the call's scalar
+    arguments by argument name (``input.1``: a number added; ``alpha``: not checked)."""
+    node = t.node
+    if node is None or t.is_input or t.arg != "output.0" or t.direction != "forward" \
+            or t.m.measure not in ("statistics", "md5") or any("alpha" in name for name in scalars):
+        return None
+    sign = _SIGNS.get(node.key.split(".")[1])
+    tensors = [x for x in node.inputs if x.row.__dict__.get("target_stats")]
+    numbers = [v for name, v in scalars.items() if name.startswith("input.")
+               and isinstance(v, int | float) and not isinstance(v, bool)]
+    if sign is None or len(tensors) + len(numbers) != 2 or not tensors or tensors[0].arg != "input.0":
+        return None
+    n = numel(t.row.golden_shape or t.row.target_shape)
+    if not n or any(not (m := numel(x.row.golden_shape or x.row.target_shape)) or n % m for x in tensors):
+        return None  # not a broadcast of every input over the output: the means do not add
+    out, golden_dtype = t.row.__dict__, t.row.__dict__.get("golden_dtype") or t.m.dtype
+    golden = _check([x.row.__dict__.get("golden_stats") for x in tensors], numbers, out.get("golden_stats"), sign, n,
+                    golden_dtype)
+    if golden is None or golden[0] > 1.0:
+        return None  # the golden's own numbers do not keep the identity: not what this call computes
+    return _check([x.row.__dict__.get("target_stats") for x in tensors], numbers, out.get("target_stats"), sign, n,
+                  t.m.dtype)
+
+
+def _check(inputs: list[dict[str, float | None] | None], numbers: list[float], output: dict[str, float | None] | None,
+           sign: float, n: int, dtype: str | None) -> tuple[float, str, float, float] | None:
+    """One side's recorded output Mean against its inputs' (see sum_excess)."""
+    means = [s.get("Mean") if s else None for s in inputs] + list(numbers)
+    recorded, norm = (output.get("Mean"), output.get("Norm")) if output else (None, None)
+    values = [*means, recorded, norm]
+    if not all(isinstance(v, int | float) and math.isfinite(v) for v in values):
+        return None
+    a, b = float(means[0]), float(means[1])  # type: ignore[arg-type]
+    expected = a + sign * b
+    u = max(budgets.unit_roundoff(dtype), FLOOR_ROUNDOFF)
+    rms = float(norm) / math.sqrt(n)  # type: ignore[arg-type]
+    allowed = (MEAN_ROUNDINGS * u * (abs(float(recorded)) + abs(a) + abs(b))  # type: ignore[arg-type]
+               + min(1.0, ELEMENT_SIGMAS / math.sqrt(n)) * u * rms)
+    residual = abs(float(recorded) - expected)  # type: ignore[arg-type]
+    if allowed <= 0:
+        return (0.0 if residual == 0 else math.inf), "Mean", float(recorded), expected  # type: ignore[arg-type]
+    return residual / allowed, "Mean", float(recorded), expected  # type: ignore[arg-type]

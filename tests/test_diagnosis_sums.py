@@ -1,0 +1,57 @@
+"""The sum's Mean identity (diagnosis/sums.py) on statistics computed the way msprobe records them.
+
+A bf16 residual add is computed with torch on the CPU, its statistics taken as msprobe takes them
+(``tensor.mean()`` / ``tensor.norm()`` in the tensor's own dtype); the identity must hold within the
+allowance for the clean add over many random draws, and break for an add that is off by a factor
+(a whole-tensor scaling, or 10 % on every 3rd element). The end-to-end cases
+(``stats_bf16_residual_add_sparse``, ``stats_bf16_block_clean``) run on real msprobe dumps in
+test_diagnosis_msprobe.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from acc_agent.numerics.diagnosis.sums import _check
+
+torch = pytest.importorskip("torch")
+
+
+def _stats(x: torch.Tensor) -> dict[str, float | None]:
+    return {"Max": float(x.max()), "Min": float(x.min()), "Mean": float(x.mean()), "Norm": float(x.norm())}
+
+
+def _excess(seed: int, faulty: bool, offset: float, factor: float = 1.04, every: int = 1) -> float:
+    gen = torch.Generator().manual_seed(seed)
+    a = (torch.randn(2, 16, 64, generator=gen) + offset).to(torch.bfloat16)  # a residual stream and its mean
+    b = (0.3 * torch.randn(2, 16, 64, generator=gen)).to(torch.bfloat16)
+    out = a + b
+    if faulty:
+        out = out.clone()
+        flat = out.view(-1)
+        flat[::every] = (flat[::every].float() * factor).to(torch.bfloat16)
+    found = _check([_stats(a), _stats(b)], [], _stats(out), 1.0, out.numel(), "bfloat16")
+    assert found is not None
+    return found[0]
+
+
+@pytest.mark.parametrize("offset", [0.0, 0.05, 0.3, 2.0])
+def test_clean_bf16_add_keeps_the_mean_identity(offset: float) -> None:
+    worst = max(_excess(seed, faulty=False, offset=offset) for seed in range(40))
+    assert worst < 0.5, f"a clean bf16 add reaches {worst:.2f} of the allowance"
+
+
+@pytest.mark.parametrize(("factor", "every"), [(1.04, 1), (1.10, 3)])
+def test_scaled_add_breaks_it(factor: float, every: int) -> None:
+    """Seen where the stream's mean is a sizeable part of its spread: the Means cannot say what a scaling of
+    zero-mean values does, and each recorded Mean carries its own bf16 rounding (a 4 % change on a third of the
+    elements is at the edge: 1.33x on the Llama case, under 1x on most random draws)."""
+    assert min(_excess(seed, faulty=True, offset=0.3, factor=factor, every=every) for seed in range(10)) > 1.0
+
+
+def test_difference_and_scalar_operand() -> None:
+    x = torch.linspace(-1.0, 3.0, 4096, dtype=torch.float32)
+    found = _check([_stats(x)], [0.5], _stats(x - 0.5), -1.0, x.numel(), "float32")
+    assert found is not None and found[0] < 1.0 and found[3] == pytest.approx(float(x.mean()) - 0.5)
+    wrong = _check([_stats(x)], [0.5], _stats(x + 0.5), -1.0, x.numel(), "float32")
+    assert wrong is not None and wrong[0] > 1.0
