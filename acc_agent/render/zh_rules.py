@@ -261,15 +261,15 @@ RULES: list[tuple[str, str]] = [
      r"what rounding and another approximation of the function explain; ",
      "单点跳变：{node} 逐元素应用其函数，因此其输出的 {w} 在一次舍入内等于该函数作用于输入 {w} 的值（{e}），但目标侧记录为 {r}，"
      "是舍入和该函数其他近似实现所能解释的 {x} 倍；"),
-    (r"One localised jump: (?P<node>\S+) adds its inputs, so its output's Mean is their Means added \((?P<e>\S+)\) up "
-     r"to a rounding, but the target recorded (?P<r>\S+), (?P<x>\S+)x what the rounding of the recorded Means and of "
+    (r"One localised jump: (?P<node>\S+) adds or subtracts its inputs, so its output's Mean is their Means combined "
+     r"the same way \((?P<e>\S+)\) up to a rounding, but the target recorded (?P<r>\S+), (?P<x>\S+)x what the rounding of the recorded Means and of "
      r"the elements explains; ",
-     "单点跳变：{node} 将输入相加，因此其输出的 Mean 在舍入范围内应等于各输入 Mean 之和（{e}），但目标侧记录为 {r}，"
+     "单点跳变：{node} 对输入做加减，因此其输出的 Mean 在舍入范围内应等于各输入 Mean 按同样方式加减的结果（{e}），但目标侧记录为 {r}，"
      "是记录的 Mean 与各元素的舍入所能解释的 {x} 倍；"),
-    (r"^the target's own statistics disagree: the output (?P<name>\S+)'s Mean is not its inputs' Means added "
-     r"\((?P<r>\S+) recorded, (?P<e>\S+) expected\), (?P<x>\S+)x what the rounding of the recorded Means and of the "
+    (r"^the target's own statistics disagree: the output (?P<name>\S+)'s Mean is not its inputs' Means combined the "
+     r"same way \((?P<r>\S+) recorded, (?P<e>\S+) expected\), (?P<x>\S+)x what the rounding of the recorded Means and of the "
      r"elements explains$",
-     "目标侧自身的统计量相互矛盾：输出 {name} 的 Mean 不等于各输入 Mean 之和（记录为 {r}，应为 {e}），是记录的 Mean 与各元素的舍入"
+     "目标侧自身的统计量相互矛盾：输出 {name} 的 Mean 不等于各输入 Mean 按同样方式加减的结果（记录为 {r}，应为 {e}），是记录的 Mean 与各元素的舍入"
      "所能解释的 {x} 倍"),
     (r"^the target's own statistics disagree: the output (?P<name>\S+)'s (?:Min is below the function's minimum|"
      r"(?P<w>Max|Min) is not the function of its input's) \((?P<r>\S+) recorded, (?P<e>\S+) expected\), (?P<x>\S+)x what "

@@ -289,7 +289,7 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                 "other places (its output's md5 differs while Max/Min/Mean/Norm are equal); ")
     if t.strict == "extremes" and t.extreme is not None and t.extreme[0] == "Mean":
         _, recorded, expected = t.extreme
-        jump = (f"One localised jump: {node.key} adds its inputs, so its output's Mean is their Means added "
+        jump = (f"One localised jump: {node.key} adds or subtracts its inputs, so its output's Mean is their Means combined the same way "
                 f"({explain.fmt(expected, '.6g')}) up to a rounding, but the target recorded {explain.fmt(recorded, '.6g')}, "
                 f"{explain.fmt(t.excess, '.3g')}x what the rounding of the recorded Means and of the elements explains; ")
     elif t.strict == "extremes" and t.extreme is not None:

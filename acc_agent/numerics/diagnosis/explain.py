@@ -148,7 +148,8 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
     if t.strict == "extremes" and t.extreme is not None:
         which, recorded, expected = t.extreme
         if which == "Mean":
-            return (f"the target's own statistics disagree: the output {t.name}'s Mean is not its inputs' Means added "
+            return (f"the target's own statistics disagree: the output {t.name}'s Mean is not its inputs' Means combined "
+                    "the same way "
                     f"({fmt(recorded, '.6g')} recorded, {fmt(expected, '.6g')} expected), {fmt(t.excess, '.3g')}x what "
                     "the rounding of the recorded Means and of the elements explains")
         what = "Min is below the function's minimum" if which == "lowest" else f"{which} is not the function of its input's"
