@@ -241,3 +241,18 @@ def test_clean_activations_keep_their_extremes_within_rounding(name: str, monkey
     checked = {t.node.key: r[0] for t in graph.tensors if t.node is not None
                and t.node.pos < graph.by_key[out.first_divergence.module].pos and (r := extremes_excess(t)) is not None}
     assert checked and max(checked.values()) < 0.5, checked
+
+
+def test_overflow_on_one_rank_is_received_by_the_other() -> None:
+    """Rank 1's gelu overflows (md5 dump): rank 1 is named, rank 0 only receives the Inf through the all_reduce,
+    and the explanation follows the Inf to the end of the pass instead of calling the gelu the last call."""
+    out = _compare("md5_two_ranks_inf")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert diag is not None and fd is not None
+    assert (fd.module, fd.rank, fd.enters_through) == ("Functional.gelu.0.forward", "rank1", "overflow")
+    statuses = {r.rank: r.status for r in diag.ranks or []}
+    assert statuses == {"rank0": "via_collective", "rank1": "diverges"}, statuses
+    assert "rank0 only receives it through a collective" in diag.explanation
+    assert "the Inf/NaN reach the end of the pass (Functional.linear.1.forward.output.0)" in diag.explanation
+    assert "last compared call" not in diag.explanation
+    assert not english_words(to_zh(diag.explanation)), to_zh(diag.explanation)

@@ -326,6 +326,8 @@ RULES: list[tuple[str, str]] = [
      "它对最终输出的影响仍在 bench 的舍入噪声内，只有与 bench 的逐层对比才能发现 — 是隐藏在低精度噪声中的真实问题。"),
     (r"the Inf/NaN reach the end of the pass \((?P<name>\S+)\)\.", "Inf/NaN 一直传到该方向的末尾（{name}）。"),
     (r"it is the last compared call of the pass\.", "它是该方向最后一个被对比的调用。"),
+    (r"no later output has an error figure, so how its error reaches the end of the pass \((?P<name>\S+)\) cannot be "
+     r"measured\.", "之后的输出都没有误差数值，因此无法衡量其误差如何传到该方向的末尾（{name}）。"),
     (r"this gradient goes to the optimizer, not to a later call, so the Inf/NaN at the end of the pass \((?P<name>\S+)\) "
      r"overflowed elsewhere\.", "该梯度只交给优化器、不被后续调用读取，因此该方向末尾的 Inf/NaN（{name}）是在别处溢出的。"),
     (r"^every input of (?P<node>\S+) is bit-identical to the golden's \(equal md5\) while its output (?P<name>\S+) holds, "

@@ -296,6 +296,11 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "bf16 target, forward + backward, no fault, no bench), dumped with msprobe's default task (statistics): "
              "every recorded statistic, the residual adds' Means included, moves by bf16 rounding only.",
              "no_layer_fault", None, clean=True),
+    CaseSpec("md5_two_ranks_inf", "Same models as `two_ranks` (world_size 2, gloo), dumped with summary_mode md5; "
+             "rank 1's target gelu writes Inf into every 7th element (an overflow from finite inputs), and the "
+             "all_reduce carries the Inf to rank 0, whose own inputs agree.", "operator_fault",
+             "Functional.gelu.0.forward", pass_="forward", rank="rank1", world_size=2,
+             other_rank_first_diff="Distributed.all_reduce.0.forward", target_inf_at="Functional.gelu.0.forward"),
     CaseSpec("stats_two_ranks", "Same models and fault as `two_ranks` (rank 1's gelu adds 1.0 to every 5th "
              "element), dumped with task statistics on both ranks.", "operator_fault", "Functional.gelu.0.forward",
              pass_="forward", rank="rank1", world_size=2, other_rank_first_diff="Distributed.all_reduce.0.forward"),

@@ -205,6 +205,15 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
     return _operator_fault(finding, final, graph, golden, target, use_bench, direction, base)
 
 
+def _last_output(graph: Graph, direction: str) -> Tensor | None:
+    """The first output of the pass's last computing call, judged or not (an output after an overflow has no error
+    figure, and is still where the pass ends)."""
+    for n in reversed(graph.nodes):
+        if n.computing and n.outputs and n.outputs[0].direction == direction and "parameters_grad" not in n.key:
+            return n.outputs[0]
+    return None
+
+
 def _single_jump(t: Tensor, graph: Graph) -> bool:
     """Whether the first divergence is one large step (a fault) rather than error that layers keep adding.
 
@@ -266,6 +275,11 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     elif (t.strict == "reordered" or f.shows_at is not None) and final is not None and final is not t \
             and final.err is not None:
         tail = f"the difference reaches {explain.fmt(final.err, '.3g')} relative error at the end of the pass ({final.name})."
+    elif (final is None or final is t) and (last := _last_output(graph, direction)) is not None and last.node is not node:
+        tail = (f"the Inf/NaN reach the end of the pass ({last.name})." if last.m.target_nonfinite
+                and not last.m.golden_nonfinite else
+                f"no later output has an error figure, so how its error reaches the end of the pass ({last.name}) "
+                "cannot be measured.")
     elif final is None or final is t:
         tail = "it is the last compared call of the pass."
     elif t.m.target_nonfinite:

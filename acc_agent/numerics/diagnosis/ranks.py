@@ -32,7 +32,7 @@ def rank_name(key: str) -> str:
 def _via_collective(fd: FirstDivergence | None) -> bool:
     if fd is None or fd.module is None:
         return False
-    return fd.module.startswith(COLLECTIVE_PREFIXES) and fd.enters_through == "operator"
+    return fd.module.startswith(COLLECTIVE_PREFIXES) and fd.enters_through in ("operator", "overflow")
 
 
 def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Diagnosis]:
