@@ -767,25 +767,17 @@ def _fp16_weight_grad_inf(side: str) -> Plan:
     return Plan(step)
 
 
-def _two_ranks(side: str, rank: int) -> Plan:
-    model = EmbedNet()
-    ids = torch.randint(0, 32, (2, 5), generator=_gen(10 + rank))
-    if side == "target" and rank == 1:
-        patch_calls("gelu", {0}, gelu_plus_one)
-    return Plan(_forward(model, ids))
-
-
 def gelu_inf_on_every_7th(out: Tensor, _index: int, *args: Any, **kwargs: Any) -> Tensor:
     """A kernel that writes Inf into every 7th element: an overflow from finite inputs."""
     return torch.where(every(7, out, 3), torch.full_like(out, float("inf")), out)
 
 
-def _two_ranks_inf(side: str, rank: int) -> Plan:
-    """``two_ranks``' model; rank 1's target gelu overflows, and the all_reduce carries the Inf to rank 0."""
+def _two_ranks(side: str, rank: int, wrong_gelu: Callable[..., Tensor] = gelu_plus_one) -> Plan:
+    """Two ranks joined by an all_reduce; rank 1's target gelu is ``wrong_gelu``, which the all_reduce carries to rank 0."""
     model = EmbedNet()
     ids = torch.randint(0, 32, (2, 5), generator=_gen(10 + rank))
     if side == "target" and rank == 1:
-        patch_calls("gelu", {0}, gelu_inf_on_every_7th)
+        patch_calls("gelu", {0}, wrong_gelu)
     return Plan(_forward(model, ids))
 
 
@@ -1183,7 +1175,7 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "md5_tf32_block": lambda side, rank: _md5(_tf32_block(side)),
     "md5_bf16_gelu_sparse": lambda side, rank: _md5(_bf16_sparse_fault(side, "gelu", 1.05, 5)),
     "stats_bf16_block_clean": lambda side, rank: _statistics(_bf16_block_clean(side)),
-    "md5_two_ranks_inf": lambda side, rank: _md5(_two_ranks_inf(side, rank)),
+    "md5_two_ranks_inf": lambda side, rank: _md5(_two_ranks(side, rank, gelu_inf_on_every_7th)),
     "stats_bf16_residual_add_sparse": lambda side, rank: _statistics(
         _llama(side, torch.bfloat16, "residual_add", (2, 8, 64), False)),
 }

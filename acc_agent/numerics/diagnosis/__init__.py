@@ -301,7 +301,7 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     if t.strict == "reordered":
         jump = (f"One localised jump: {node.key} gets bit-identical inputs (equal md5) and returns, most likely, the same values in "
                 "other places (its output's md5 differs while Max/Min/Mean/Norm are equal); ")
-    if t.strict == "extremes" and t.extreme is not None and t.extreme[0] == "Mean":
+    if t.strict == "mean_sum" and t.extreme is not None:
         _, recorded, expected = t.extreme
         jump = (f"One localised jump: {node.key} adds or subtracts its inputs, so its output's Mean is their Means combined the same way "
                 f"({explain.fmt(expected, '.6g')}) up to a rounding, but the target recorded {explain.fmt(recorded, '.6g')}, "

@@ -145,13 +145,13 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
         return (f"re-computed in float64 from the target's own recorded {source}, {node.key} gives an {compared} "
                 f"{fmt(t.recomputed, '.3g')} (relative L2) away from the target's {t.name}; its own rounding explains "
                 f"{fmt(t.recomputed / t.excess, '.2g')}")
+    if t.strict == "mean_sum" and t.extreme is not None:
+        _, recorded, expected = t.extreme
+        return (f"the target's own statistics disagree: the output {t.name}'s Mean is not its inputs' Means combined the "
+                f"same way ({fmt(recorded, '.6g')} recorded, {fmt(expected, '.6g')} expected), {fmt(t.excess, '.3g')}x "
+                "what the rounding of the recorded Means and of the elements explains")
     if t.strict == "extremes" and t.extreme is not None:
         which, recorded, expected = t.extreme
-        if which == "Mean":
-            return (f"the target's own statistics disagree: the output {t.name}'s Mean is not its inputs' Means combined "
-                    "the same way "
-                    f"({fmt(recorded, '.6g')} recorded, {fmt(expected, '.6g')} expected), {fmt(t.excess, '.3g')}x what "
-                    "the rounding of the recorded Means and of the elements explains")
         what = "Min is below the function's minimum" if which == "lowest" else f"{which} is not the function of its input's"
         return (f"the target's own statistics disagree: the output {t.name}'s {what} ({fmt(recorded, '.5g')} recorded, "
                 f"{fmt(expected, '.5g')} expected), {fmt(t.excess, '.3g')}x what rounding and another approximation of "

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis.graph import api_name
+from acc_agent.numerics.diagnosis.measure import SUMMARIES
 
 if TYPE_CHECKING:
     from acc_agent.numerics.diagnosis.graph import Tensor
@@ -62,7 +63,7 @@ def extremes_excess(t: Tensor) -> tuple[float, str, float, float] | None:
     and another approximation of the function explain): (excess, which extreme, recorded, expected); None when
     not checkable."""
     node = t.node
-    if node is None or t.is_input or t.arg != "output.0" or t.direction != "forward" or t.m.measure not in ("statistics", "md5"):
+    if node is None or t.is_input or t.arg != "output.0" or t.direction != "forward" or t.m.measure not in SUMMARIES:
         return None
     fn = _FUNCTIONS.get(api_name(node.key).lower().strip("_"))
     tensor_inputs = [x for x in node.inputs if x.row.__dict__.get("target_stats")]

@@ -22,6 +22,7 @@ from acc_agent.numerics import budgets
 from acc_agent.numerics.arrays import FloatArray
 from acc_agent.numerics.diagnosis import probes
 from acc_agent.numerics.diagnosis.graph import api_name
+from acc_agent.numerics.diagnosis.measure import SUMMARIES
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -58,10 +59,6 @@ class CoarseGemms:
     # output errors of the GEMMs beyond precision given their own inputs; ``checked`` GEMMs in the pass)
     measured_by: str = "recomputed"
     checked: int = 0
-
-
-#: Measures that carry only a summary of each tensor (an md5 dump records the statistics beside the digest).
-SUMMARIES = frozenset({"statistics", "md5"})
 
 
 def coarse_gemms(graph: Graph, direction: str, t: Tensor, target: Dump | None) -> CoarseGemms | None:

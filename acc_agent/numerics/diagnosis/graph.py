@@ -110,10 +110,12 @@ class Tensor:
     # beyond a bound rounding cannot break, not a heuristic allowance (never an excursion, never accumulation):
     # "slope" (an activation's slope bound) | "sum" (a sum's: its inputs' errors added) | "reordered"
     # (bit-identical inputs, the same values moved) | "recomputed" (the call re-computed from the target's
-    # own inputs does not give its output; see recheck)
+    # own inputs does not give its output; see recheck) | "extremes" (an activation's recorded Max/Min are not
+    # the function of its input's) | "mean_sum" (an add's recorded Mean is not its inputs' Means added)
     strict: str | None = None
     recomputed: float | None = None  # relative L2 residual of that re-computation
-    extreme: tuple[str, float, float] | None = None  # strict "extremes": (Max | Min | lowest, recorded, expected)
+    # strict "extremes" / "mean_sum": (Max | Min | lowest | Mean, recorded, expected)
+    extreme: tuple[str, float, float] | None = None
     cancelled: bool = False  # a parameter gradient whose terms cancel to rounding level, judged in absolute terms
     direction: str = "forward"  # forward | backward (backward and parameters_grad calls)
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis.graph import Graph, Tensor, api_name
-from acc_agent.numerics.diagnosis.measure import numel
+from acc_agent.numerics.diagnosis.measure import SUMMARIES, numel
 
 AMPLIFICATION = 4.0
 LEAF_ROUNDINGS = 4.0
@@ -244,7 +244,7 @@ def _elementwise_excess(t: Tensor) -> tuple[float, str]:
 @functools.lru_cache(maxsize=64)
 def op_budget(dtype: str | None, measure: str) -> float:
     """Error one operator's rounding explains, on the scale of the measure used."""
-    if measure in ("statistics", "md5"):
+    if measure in SUMMARIES:
         return min(budgets.budget(dtype), max(STAT_ROUNDINGS * budgets.unit_roundoff(dtype),
                                               budgets.ratio_floor(dtype) if budgets.canonical_dtype(dtype)
                                               == "float32" else 0.0))

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from acc_agent.numerics.arrays import FloatArray
 
 STAT_KEYS = ("Max", "Min", "Mean", "Norm")
+#: Measures that carry only a summary of each tensor (an md5 dump records the statistics beside the digest).
+SUMMARIES = frozenset({"statistics", "md5"})
 #: How compare rows mark a metric that could not be computed because a tensor file could not be read.
 UNREADABLE_PREFIX = "unsupported: "
 PRECISION_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}

@@ -76,10 +76,10 @@ def recheck_extremes(tensors: list[Tensor], target: Dump | None = None) -> None:
             continue
         key = t.node.key
         if activation(key) is not None:
-            found = extremes_excess(t)
+            found, kind = extremes_excess(t), "extremes"
         elif additive(key) is not None:
-            found = sum_excess(t, {s.name[len(key) + 1:]: s.value for s in scalars.get(key, [])})
+            found, kind = sum_excess(t, {s.name[len(key) + 1:]: s.value for s in scalars.get(key, [])}), "mean_sum"
         else:
             continue
         if found is not None and found[0] > 1.0:
-            t.excess, t.strict, t.extreme = found[0], "extremes", found[1:]
+            t.excess, t.strict, t.extreme = found[0], kind, found[1:]

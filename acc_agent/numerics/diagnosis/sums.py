@@ -22,7 +22,7 @@ import re
 from typing import TYPE_CHECKING
 
 from acc_agent.numerics import budgets
-from acc_agent.numerics.diagnosis.measure import numel
+from acc_agent.numerics.diagnosis.measure import SUMMARIES, numel
 
 if TYPE_CHECKING:
     from acc_agent.numerics.diagnosis.graph import Tensor
@@ -48,7 +48,7 @@ def sum_excess(t: Tensor, scalars: dict[str, object]) -> tuple[float, str, float
     arguments by argument name (``input.1``: a number added; ``alpha``: not checked)."""
     node = t.node
     if node is None or t.is_input or t.arg != "output.0" or t.direction != "forward" \
-            or t.m.measure not in ("statistics", "md5") or any("alpha" in name for name in scalars):
+            or t.m.measure not in SUMMARIES or any("alpha" in name for name in scalars):
         return None
     sign = _SIGNS.get(node.key.split(".")[1])
     tensors = [x for x in node.inputs if x.row.__dict__.get("target_stats")]
