@@ -256,3 +256,41 @@ def test_overflow_on_one_rank_is_received_by_the_other() -> None:
     assert "the Inf/NaN reach the end of the pass (Functional.linear.1.forward.output.0)" in diag.explanation
     assert "last compared call" not in diag.explanation
     assert not english_words(to_zh(diag.explanation)), to_zh(diag.explanation)
+
+
+def test_statistics_overflow_follows_the_nan_to_the_end() -> None:
+    """msprobe records the Max/Min of tensors holding NaN as NaN: they are measured as non-finite (not as missing
+    statistics), so the explanation follows the Inf/NaN to the pass's last output instead of an earlier finite one."""
+    out = _compare("stats_fp16_inf")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert diag is not None and fd is not None
+    assert (fd.module, fd.enters_through) == ("Torch.exp.0.forward", "overflow")
+    assert "the Inf/NaN reach the end of the pass (Functional.linear.1.forward.output.0)" in diag.explanation
+    assert "do not reach" not in diag.explanation
+    assert not english_words(to_zh(diag.explanation)), to_zh(diag.explanation)
+
+
+def test_a_transposed_weight_in_a_statistics_dump_is_named_by_its_arrangement() -> None:
+    """A real BERT (MiniLM) whose layer-2 query weight is stored transposed: the weight's Max/Min are equal and its
+    Mean/Norm move by summation order only; the argument is named, and the difference is said to be an arrangement,
+    not a list of statistics that print the same."""
+    out = _compare("stats_minilm_query_transposed")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert diag is not None and fd is not None
+    assert (fd.module, fd.argument, fd.enters_through) == ("Functional.linear.12.forward", "input.1", "argument")
+    assert fd.difference is not None and "another arrangement, e.g. transposed" in fd.difference
+    assert "statistics differ" not in diag.explanation
+    # the rest of the pass is measured against the projection's output, not the weight's rounding-level figure
+    assert "shrinks" in diag.explanation or "stays about the same" in diag.explanation, diag.explanation
+    assert not english_words(to_zh(diag.explanation)), to_zh(diag.explanation)
+
+
+def test_a_clean_fp16_bert_statistics_dump_has_no_fault(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fp16 MiniLM, forward and backward, statistics: the 11.7M-element embedding table's Norm, summed in fp16 by
+    msprobe, is 1.1 % off with nothing wrong, and the attention backward moves its gradient's norm by about five
+    roundoffs; neither is a fault."""
+    out, graph = _compare_keeping_graph("stats_fp16_minilm_clean", monkeypatch)
+    assert out.diagnosis is not None and out.diagnosis.category == "no_layer_fault", out.diagnosis
+    table = next(t for t in graph.tensors if t.name == "Functional.embedding.0.forward.input.1")
+    assert table.m.norm_err is not None and table.excess < 1.0
+    assert any(t.direction == "backward" and t.judged for t in graph.tensors)

@@ -6,13 +6,18 @@ allowance for the clean add over many random draws, and break for an add that is
 (a whole-tensor scaling, or 10 % on every 3rd element). The end-to-end cases
 (``stats_bf16_residual_add_sparse``, ``stats_bf16_block_clean``) run on real msprobe dumps in
 test_diagnosis_msprobe.py.
+
+The softmax backward's zero-sum identity is checked the same way: torch's own bf16/fp16 softmax backward
+(masked positions included) keeps its input gradient's recorded Mean within half the allowance, and a
+backward 5 % off on every 3rd element breaks it on about half the draws (``s_``/``stats`` dumps of
+``bf16_softmax_bwd_sparse`` end to end).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from acc_agent.numerics.diagnosis.sums import _check
+from acc_agent.numerics.diagnosis.sums import _check, _zero_mean
 
 torch = pytest.importorskip("torch")
 
@@ -55,3 +60,39 @@ def test_difference_and_scalar_operand() -> None:
     assert found is not None and found[0] < 1.0 and found[3] == pytest.approx(float(x.mean()) - 0.5)
     wrong = _check([_stats(x)], [0.5], _stats(x + 0.5), -1.0, x.numel(), "float32")
     assert wrong is not None and wrong[0] > 1.0
+
+
+def _softmax_input_gradient(seed: int, dtype: torch.dtype, masked: bool) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    shape = [(4, 32), (2, 4, 17, 17), (8, 128), (1, 12, 64, 64)][seed % 4]
+    x = (torch.randn(shape, generator=gen) * (0.5 + seed % 5)).to(dtype).requires_grad_()
+    scores = x.masked_fill(torch.rand(shape, generator=gen) < 0.3, float("-inf")) if masked else x
+    (grad,) = torch.autograd.grad(torch.softmax(scores, -1), x, torch.randn(shape, generator=gen).to(dtype))
+    return grad
+
+
+def _zero_sum_excess(grad: torch.Tensor) -> float:
+    found = _zero_mean({"Mean": float(grad.mean()), "Norm": float(grad.norm())}, grad.numel(),
+                       str(grad.dtype).removeprefix("torch."))
+    assert found is not None and found[3] == 0.0
+    return found[0]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_clean_softmax_backward_sums_to_zero(dtype: str) -> None:
+    worst = max(_zero_sum_excess(_softmax_input_gradient(seed, getattr(torch, dtype), masked=seed % 3 == 0))
+                for seed in range(40))
+    assert worst < 0.6, f"a clean {dtype} softmax backward reaches {worst:.2f} of the allowance"
+
+
+def test_a_softmax_backward_off_on_part_of_its_elements_breaks_it() -> None:
+    """5 % too large on every 3rd element: the gradient no longer sums to zero. What the change adds to the sum is
+    itself a sum of gradient elements of both signs, about 1.9 allowances in size: about half the draws are seen
+    (never a clean one, above), so a statistics dump finds such a kernel on some inputs, and a tensor dump on all."""
+    seen = 0
+    for seed in range(40):
+        grad = _softmax_input_gradient(seed, torch.bfloat16, masked=False)
+        flat = grad.clone().view(-1)
+        flat[::3] = (flat[::3].float() * 1.05).to(torch.bfloat16)
+        seen += _zero_sum_excess(flat.view(grad.shape)) > 1.0
+    assert seen >= 16, f"only {seen} of 40 draws seen"

@@ -216,6 +216,13 @@ RULES: list[tuple[str, str]] = [
      r"input)\) already differs \((?P<t_err>[^;]*); (?P<t_how>" + _B + r")\) while every tensor before it agrees"
      r"(?P<t_seen>(?: within precision)?(?: \(" + _B + r"\))?): the difference enters (?P<node>\S+) through (?P<arg>\S+)",
      "{name}（{t_what}）已经不同（{t_err}；{t_how}），而其之前的所有张量都一致{t_seen}：差异经由 {arg} 进入 {node}"),
+    (r"(?P<name>\S+) \((?P<t_what>a parameter or buffer|an index or mask tensor|a tensor no dumped call produced|an "
+     r"input)\) holds Inf/NaN on the target where the golden is finite, while every tensor before it is finite: the "
+     r"Inf/NaN enter (?P<node>\S+) through (?P<arg>\S+)(?P<t_undumped> — an operation msprobe did not dump made them)?",
+     "{name}（{t_what}）在目标侧含 Inf/NaN 而 golden 侧有限，且其之前的所有张量都有限：Inf/NaN 经由 {arg} 进入 {node}"
+     "{t_undumped}"),
+    (r"^ — an operation msprobe did not dump made them$", "——由 msprobe 未 dump 的操作产生"),
+    (r"Inf/NaN on the target where the golden is finite \((?P<l>[^()]*)\)", "目标侧含 Inf/NaN 而 golden 侧有限（{l}）"),
     (r"^a parameter or buffer$", "参数或缓冲区"), (r"^an index or mask tensor$", "索引或掩码张量"),
     (r"^a tensor no dumped call produced$", "不由任何已 dump 调用产生的张量"), (r"^an input$", "输入"),
     (r"(?P<x>\S+)x what a cast explains", "为一次类型转换所能解释的 {x} 倍"),
@@ -266,6 +273,14 @@ RULES: list[tuple[str, str]] = [
      r"the elements explains; ",
      "单点跳变：{node} 对输入做加减，因此其输出的 Mean 在舍入范围内应等于各输入 Mean 按同样方式加减的结果（{e}），但目标侧记录为 {r}，"
      "是记录的 Mean 与各元素的舍入所能解释的 {x} 倍；"),
+    (r"One localised jump: (?P<node>\S+) returns a softmax's input gradient, which sums to zero along the softmax axis, "
+     r"so its Mean is zero up to a rounding, but the target recorded (?P<r>\S+), (?P<x>\S+)x what the rounding of its "
+     r"elements explains; ",
+     "单点跳变：{node} 返回 softmax 的输入梯度，它沿 softmax 维度求和为零，因此其 Mean 在舍入范围内应为零，但目标侧记录为 {r}，"
+     "是其各元素的舍入所能解释的 {x} 倍；"),
+    (r"^the target's own statistics disagree: the output (?P<name>\S+) is a softmax's input gradient, which sums to "
+     r"zero, but its recorded Mean is (?P<r>\S+), (?P<x>\S+)x what the rounding of its elements explains$",
+     "目标侧自身的统计量相互矛盾：输出 {name} 是 softmax 的输入梯度，求和应为零，但其记录的 Mean 为 {r}，是其各元素的舍入所能解释的 {x} 倍"),
     (r"^the target's own statistics disagree: the output (?P<name>\S+)'s Mean is not its inputs' Means combined the "
      r"same way \((?P<r>\S+) recorded, (?P<e>\S+) expected\), (?P<x>\S+)x what the rounding of the recorded Means and of the "
      r"elements explains$",
@@ -652,6 +667,12 @@ RULES: list[tuple[str, str]] = [
      "该掩码等于 golden 掩码平移 {k} 行：构建方式差了一位"),
     (r"Max, Min, Mean and Norm are all (?P<x>\S+)x the golden's: every element scaled by a ", "Max、Min、Mean 和 Norm 都是 golden 的 {x} 倍：每个元素都被"),
     (r"^statistics differ: (?P<l>.+)$", "统计量不同：{l}"),
+    (r"the same Max and Min, and a Mean and Norm that differ only by the order they were summed in: most likely the "
+     r"same values in another arrangement, e\.g\. transposed or permuted \(a layout or checkpoint-conversion error\)",
+     "Max 和 Min 相同，Mean 和 Norm 仅因求和顺序不同而有差异：很可能是相同的数值换了排列方式，例如被转置或置换（布局或 "
+     "checkpoint 转换错误）"),
+    (r"the same statistics \(Max/Min/Mean/Norm\) but other bytes \(md5\): most likely the same values in another "
+     r"order, e\.g\. transposed", "统计量（Max/Min/Mean/Norm）相同但字节不同（md5）：很可能是相同的数值换了顺序，例如被转置"),
     (r"(?P<a>\S+) on the golden, (?P<b>\S+) on the target", "golden 侧为 {a}，目标侧为 {b}"),
     # explain.operator_actions: arguments, parameters, masks, other leaves
     (r"Compare the weights that feed (?P<op>\S+) \((?P<arg>[^)]+)\) in the two checkpoints: (?P<t_d>.+?)\. Fix the "

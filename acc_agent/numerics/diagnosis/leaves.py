@@ -142,13 +142,33 @@ def _describe_stats(t: Tensor, golden: Dump | None, target: Dump | None) -> str 
     xs = [x.stats.get(k) for k in STAT_KEYS]
     if any(v is None for v in gs + xs):
         return None
+    if t.m.target_nonfinite and not t.m.golden_nonfinite:
+        shown = ", ".join(f"{k} {xv:.6g} vs {gv:.6g}" for k, gv, xv in zip(STAT_KEYS, gs, xs, strict=True) if gv != xv)
+        return f"Inf/NaN on the target where the golden is finite ({shown})"
     if t.m.same_stats_other_bytes:
         return ("the same statistics (Max/Min/Mean/Norm) but other bytes (md5): most likely the same values in "
                 "another order, e.g. transposed")
     ratios = [xv / gv for gv, xv in zip(gs, xs, strict=True) if gv not in (0.0, None) and xv is not None]
     tol = max(4.0 * budgets.unit_roundoff(t.m.dtype), 1e-6)
+    if _same_values_summed_apart(gs, xs, tol):  # type: ignore[arg-type]
+        return ("the same Max and Min, and a Mean and Norm that differ only by the order they were summed in: "
+                "most likely the same values in another arrangement, e.g. transposed or permuted (a layout or "
+                "checkpoint-conversion error)")
     if len(ratios) == 4 and max(ratios) - min(ratios) <= 4 * tol and abs(ratios[0] - 1.0) > tol:
         return (f"Max, Min, Mean and Norm are all {ratios[0]:.4g}x the golden's: every element scaled by a "
                 "constant factor (a scaling or a wrong config value)")
     parts = [f"{k} {xv:.6g} vs {gv:.6g}" for k, gv, xv in zip(STAT_KEYS, gs, xs, strict=True) if gv != xv]
     return "statistics differ: " + ", ".join(parts) if parts else None
+
+
+def _same_values_summed_apart(gs: list[float], xs: list[float], tol: float) -> bool:
+    """Equal Max and Min, and Mean and Norm within summation-order rounding (but not all four equal).
+
+    Moving the elements of a tensor (a transpose, a permutation) keeps its extremes exactly and changes
+    only the order its Mean and Norm are summed in, which moves them by a few roundoffs of their scale."""
+    g_max, g_min, g_mean, g_norm = gs
+    x_max, x_min, x_mean, x_norm = xs
+    if g_max != x_max or g_min != x_min or (g_mean == x_mean and g_norm == x_norm):
+        return False
+    scale = max(abs(g_max), abs(g_min))
+    return abs(x_mean - g_mean) <= tol * scale and abs(x_norm - g_norm) <= tol * abs(g_norm)

@@ -285,7 +285,10 @@ def _first_overflow(graph: Graph, direction: str) -> Finding | None:
 
 
 def final_tensor(graph: Graph, direction: str) -> Tensor | None:
-    """The pass's end result: the worst output of the last innermost call that has one."""
+    """The pass's end result: the worst output of the last innermost call that has one.
+
+    An output holding Inf/NaN that the golden does not is not judged (nothing bounds it), and it is still
+    the end result: an overflow that reaches the end must not read as a finite earlier output."""
     for node in reversed(graph.nodes):
         if node.computing and node.outputs and node.outputs[0].direction == direction:
             if node.key.startswith("Module.") and "parameters_grad" in node.key:
@@ -293,6 +296,9 @@ def final_tensor(graph: Graph, direction: str) -> Tensor | None:
             worst = node.worst_output()
             if worst is not None:
                 return worst
+            overflowed = next((x for x in node.outputs if x.m.target_nonfinite and not x.m.golden_nonfinite), None)
+            if overflowed is not None:
+                return overflowed
     return None
 
 

@@ -26,7 +26,7 @@ from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis import probes
 from acc_agent.numerics.diagnosis.backward_recompute import backward_residual, forward_of
 from acc_agent.numerics.diagnosis.extremes import ACTIVATION_KEY, extremes_excess
-from acc_agent.numerics.diagnosis.sums import ADDITIVE_KEY, sum_excess
+from acc_agent.numerics.diagnosis.sums import ADDITIVE_KEY, ZERO_SUM_BACKWARD_KEY, sum_excess, zero_sum_excess
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -67,9 +67,10 @@ def _eligible(t: Tensor) -> bool:
 
 def recheck_extremes(tensors: list[Tensor], target: Dump | None = None) -> None:
     """Mark the statistics-measured outputs, before the first one beyond precision, whose recorded statistics
-    their inputs' do not give: an activation's Max/Min (see ``extremes``), a sum's Mean (see ``sums``)."""
+    their inputs' do not give: an activation's Max/Min (see ``extremes``), a sum's Mean, a softmax input
+    gradient's Mean (see ``sums``)."""
     first = next((t.pos for t in tensors if t.excess > 1.0), math.inf)  # t.beyond, 300k times without the property
-    activation, additive = ACTIVATION_KEY.match, ADDITIVE_KEY.match
+    activation, additive, zero_sum = ACTIVATION_KEY.match, ADDITIVE_KEY.match, ZERO_SUM_BACKWARD_KEY.match
     scalars = getattr(target, "scalars", None) or {}
     for t in tensors:
         if t.arg != "output.0" or t.pos >= first or t.node is None:
@@ -79,6 +80,8 @@ def recheck_extremes(tensors: list[Tensor], target: Dump | None = None) -> None:
             found, kind = extremes_excess(t), "extremes"
         elif additive(key) is not None:
             found, kind = sum_excess(t, {s.name[len(key) + 1:]: s.value for s in scalars.get(key, [])}), "mean_sum"
+        elif zero_sum(key) is not None:
+            found, kind = zero_sum_excess(t), "mean_zero"
         else:
             continue
         if found is not None and found[0] > 1.0:

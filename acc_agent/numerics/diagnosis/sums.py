@@ -13,6 +13,11 @@ a 4 % change on a third of the elements is at the edge; nothing here is flagged 
 
 As in ``extremes``, the golden's own numbers must keep the identity, or the call is not checked (a hook
 or an in-place change between the recorded inputs and the output, an ``alpha`` the dump does not show).
+
+The same reasoning gives a backward identity: a softmax's input gradient ``y * (dy - sum(y * dy))`` sums to
+zero along the softmax axis (the probabilities sum to one), and so does a log-softmax's ``dy - softmax *
+sum(dy)``; so the recorded Mean of that gradient is zero up to its elements' roundings. A backward kernel
+that is a few percent off on part of the elements moves it; rounding does not.
 """
 
 from __future__ import annotations
@@ -40,6 +45,42 @@ _SIGNS = {"add": 1.0, "add_": 1.0, "__add__": 1.0, "__radd__": 1.0, "__iadd__": 
           "sub": -1.0, "sub_": -1.0, "subtract": -1.0, "__sub__": -1.0, "__isub__": -1.0}
 #: Call keys of those calls (``Tensor.__add__.3.forward``, ``Torch.sub.0.forward``), matched in C among ~100k calls.
 ADDITIVE_KEY = re.compile(r"^(?:Tensor|Torch)\.(?:" + "|".join(re.escape(k) for k in _SIGNS) + r")\.\d+\.forward$")
+
+
+#: Backward calls of softmax and log-softmax, whose first output (the input gradient) sums to zero.
+ZERO_SUM_BACKWARD_KEY = re.compile(r"^(?:Functional|Torch|Tensor)\.(?:_?log_softmax|_?softmax)\.\d+\.backward$")
+#: Target dtypes whose output rounding dominates a softmax backward's own fp32 arithmetic (the zero-sum check is
+#: only as tight as that: an fp32 kernel's cancellation errors can exceed one rounding of its output).
+_ROUNDED_OUTPUT = frozenset({"float16", "bfloat16"})
+
+
+def zero_sum_excess(t: Tensor) -> tuple[float, str, float, float] | None:
+    """How far a softmax/log-softmax backward's input gradient ``t`` has its recorded Mean from zero (> 1: beyond
+    rounding): (excess, "Mean", recorded, 0.0); None when not checkable (see the module docstring)."""
+    if t.is_input or t.arg != "output.0" or t.m.measure not in SUMMARIES \
+            or budgets.canonical_dtype(t.m.dtype) not in _ROUNDED_OUTPUT:
+        return None
+    n = numel(t.row.golden_shape or t.row.target_shape)
+    if not n:
+        return None
+    out = t.row.__dict__
+    golden = _zero_mean(out.get("golden_stats"), n, out.get("golden_dtype") or t.m.dtype)
+    if golden is None or golden[0] > 1.0:
+        return None  # the golden's own numbers do not keep the identity: not what this call computes
+    return _zero_mean(out.get("target_stats"), n, t.m.dtype)
+
+
+def _zero_mean(stats: dict[str, float | None] | None, n: int, dtype: str | None
+               ) -> tuple[float, str, float, float] | None:
+    recorded, norm = (stats.get("Mean"), stats.get("Norm")) if stats else (None, None)
+    if not isinstance(recorded, int | float) or not isinstance(norm, int | float) \
+            or not math.isfinite(recorded) or not math.isfinite(norm):
+        return None
+    u = max(budgets.unit_roundoff(dtype), FLOOR_ROUNDOFF)
+    allowed = MEAN_ROUNDINGS * u * abs(recorded) + min(1.0, ELEMENT_SIGMAS / math.sqrt(n)) * u * norm / math.sqrt(n)
+    if allowed <= 0:
+        return (0.0 if recorded == 0 else math.inf), "Mean", float(recorded), 0.0
+    return abs(recorded) / allowed, "Mean", float(recorded), 0.0
 
 
 def sum_excess(t: Tensor, scalars: dict[str, object]) -> tuple[float, str, float, float] | None:
