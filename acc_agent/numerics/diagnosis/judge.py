@@ -106,7 +106,7 @@ def judge(graph: Graph, use_bench: bool) -> None:
         else:
             t.excess = _flow_excess(t, err, upstream[t.direction])
         if reduction and t.excess > 1.0:
-            cancelled = _cancelled_excess(t, budget)
+            cancelled = _cancelled_excess(t, budget, graph)
             if cancelled is not None:
                 t.excess, t.gross, t.cancelled = cancelled, False, True
         # a parameter's gradient goes to the optimizer, not to a later call: its error (a cancelled bias
@@ -125,11 +125,12 @@ def _golden_norm(t: Tensor) -> float | None:
     return float(norm) if isinstance(norm, int | float) and math.isfinite(norm) else None
 
 
-def _cancelled_excess(t: Tensor, budget: float) -> float | None:
+def _cancelled_excess(t: Tensor, budget: float, graph: Graph) -> float | None:
     """A parameter gradient whose terms cancel to rounding level, judged in absolute terms (None: it is not one).
 
     A conv bias before a train-mode BatchNorm has a gradient of exactly zero in theory: the golden's is
-    1e-8, an fp16 target's 1e-5, a relative error of 1,000 that means nothing. Each of the N terms summed
+    1e-8, an fp16 target's 1e-5, a relative error of 1,000 that means nothing. So has an attention's key
+    bias (it adds the same number to a whole row of scores, which softmax ignores). Each of the N terms summed
     into one element carries the incoming gradient's rounding, so sqrt(N) times the incoming gradient's
     norm, times the reduction allowance, is what rounding leaves; a gradient that small on the golden
     side is rounding noise itself, and so is a difference within it."""
@@ -137,6 +138,12 @@ def _cancelled_excess(t: Tensor, budget: float) -> float | None:
     node = t.node
     if g_norm is None or node is None or t.err is None or not math.isfinite(t.err):
         return None
+    if ".parameters_grad" in node.key:
+        # a module's parameter gradients (level mix / L0) are dumped apart from the module's backward call, whose
+        # first input is the gradient they are summed from
+        node = graph.by_key.get(node.key.replace(".parameters_grad", ".backward", 1))
+        if node is None:
+            return None
     incoming = [(n, x) for x in node.inputs if x.arg == "input.0"
                 for n in (_golden_norm(x),) if n is not None and n > 0]
     out_n, in_n = numel(t.row.golden_shape), numel(incoming[0][1].row.golden_shape) if incoming else None
