@@ -7,8 +7,8 @@ allowance for the clean add over many random draws, and break for an add that is
 (``stats_bf16_residual_add_sparse``, ``stats_bf16_block_clean``) run on real msprobe dumps in
 test_diagnosis_msprobe.py.
 
-The softmax backward's zero-sum identity is checked the same way: torch's own bf16/fp16 softmax backward
-(masked positions included) keeps its input gradient's recorded Mean within half the allowance, and a
+The softmax and layer-norm backwards' zero-sum identity is checked the same way: torch's own bf16/fp16
+backwards (masked positions included) keeps its input gradient's recorded Mean within half the allowance, and a
 backward 5 % off on every 3rd element breaks it on about half the draws (``s_``/``stats`` dumps of
 ``bf16_softmax_bwd_sparse`` end to end).
 """
@@ -62,12 +62,16 @@ def test_difference_and_scalar_operand() -> None:
     assert wrong is not None and wrong[0] > 1.0
 
 
-def _softmax_input_gradient(seed: int, dtype: torch.dtype, masked: bool) -> torch.Tensor:
+def _softmax_input_gradient(seed: int, dtype: torch.dtype, masked: bool, op: str = "softmax") -> torch.Tensor:
     gen = torch.Generator().manual_seed(seed)
     shape = [(4, 32), (2, 4, 17, 17), (8, 128), (1, 12, 64, 64)][seed % 4]
-    x = (torch.randn(shape, generator=gen) * (0.5 + seed % 5)).to(dtype).requires_grad_()
-    scores = x.masked_fill(torch.rand(shape, generator=gen) < 0.3, float("-inf")) if masked else x
-    (grad,) = torch.autograd.grad(torch.softmax(scores, -1), x, torch.randn(shape, generator=gen).to(dtype))
+    x = (torch.randn(shape, generator=gen) * (0.5 + seed % 5) + 0.1 * (seed % 3)).to(dtype).requires_grad_()
+    if op == "layer_norm":
+        weight = (1.0 + 0.5 * torch.randn(shape[-1], generator=gen)).to(dtype)
+        out = torch.nn.functional.layer_norm(x, shape[-1:], weight, torch.zeros(shape[-1], dtype=dtype))
+    else:
+        out = torch.softmax(x.masked_fill(torch.rand(shape, generator=gen) < 0.3, float("-inf")) if masked else x, -1)
+    (grad,) = torch.autograd.grad(out, x, torch.randn(shape, generator=gen).to(dtype))
     return grad
 
 
@@ -78,20 +82,22 @@ def _zero_sum_excess(grad: torch.Tensor) -> float:
     return found[0]
 
 
+@pytest.mark.parametrize("op", ["softmax", "layer_norm"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_clean_softmax_backward_sums_to_zero(dtype: str) -> None:
-    worst = max(_zero_sum_excess(_softmax_input_gradient(seed, getattr(torch, dtype), masked=seed % 3 == 0))
+def test_clean_softmax_and_layer_norm_backward_sum_to_zero(dtype: str, op: str) -> None:
+    worst = max(_zero_sum_excess(_softmax_input_gradient(seed, getattr(torch, dtype), seed % 3 == 0, op))
                 for seed in range(40))
-    assert worst < 0.6, f"a clean {dtype} softmax backward reaches {worst:.2f} of the allowance"
+    assert worst < 0.6, f"a clean {dtype} {op} backward reaches {worst:.2f} of the allowance"
 
 
-def test_a_softmax_backward_off_on_part_of_its_elements_breaks_it() -> None:
+@pytest.mark.parametrize("op", ["softmax", "layer_norm"])
+def test_a_backward_off_on_part_of_its_elements_breaks_it(op: str) -> None:
     """5 % too large on every 3rd element: the gradient no longer sums to zero. What the change adds to the sum is
     itself a sum of gradient elements of both signs, about 1.9 allowances in size: about half the draws are seen
     (never a clean one, above), so a statistics dump finds such a kernel on some inputs, and a tensor dump on all."""
     seen = 0
     for seed in range(40):
-        grad = _softmax_input_gradient(seed, torch.bfloat16, masked=False)
+        grad = _softmax_input_gradient(seed, torch.bfloat16, False, op)
         flat = grad.clone().view(-1)
         flat[::3] = (flat[::3].float() * 1.05).to(torch.bfloat16)
         seen += _zero_sum_excess(flat.view(grad.shape)) > 1.0

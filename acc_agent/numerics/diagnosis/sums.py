@@ -16,8 +16,10 @@ or an in-place change between the recorded inputs and the output, an ``alpha`` t
 
 The same reasoning gives a backward identity: a softmax's input gradient ``y * (dy - sum(y * dy))`` sums to
 zero along the softmax axis (the probabilities sum to one), and so does a log-softmax's ``dy - softmax *
-sum(dy)``; so the recorded Mean of that gradient is zero up to its elements' roundings. A backward kernel
-that is a few percent off on part of the elements moves it; rounding does not.
+sum(dy)`` and a layer norm's ``(g - mean(g) - x_hat * mean(g * x_hat)) / sigma`` (the normalised input
+sums to zero; likewise group, instance and train-mode batch norm over what they normalise); so the recorded
+Mean of that gradient is zero up to its elements' roundings. A backward kernel that is a few percent off
+on part of the elements moves it; rounding does not.
 """
 
 from __future__ import annotations
@@ -47,8 +49,11 @@ _SIGNS = {"add": 1.0, "add_": 1.0, "__add__": 1.0, "__radd__": 1.0, "__iadd__": 
 ADDITIVE_KEY = re.compile(r"^(?:Tensor|Torch)\.(?:" + "|".join(re.escape(k) for k in _SIGNS) + r")\.\d+\.forward$")
 
 
-#: Backward calls of softmax and log-softmax, whose first output (the input gradient) sums to zero.
-ZERO_SUM_BACKWARD_KEY = re.compile(r"^(?:Functional|Torch|Tensor)\.(?:_?log_softmax|_?softmax)\.\d+\.backward$")
+#: Backward calls whose first output (the input gradient) sums to zero: softmax, log-softmax, and the
+#: normalisations that subtract a mean (layer, group, instance, and train-mode batch norm; an eval-mode batch
+#: norm's golden does not keep the identity, so it is not checked).
+ZERO_SUM_BACKWARD_KEY = re.compile(r"^(?:Functional|Torch|Tensor)\.(?:_?log_softmax|_?softmax|layer_norm|group_norm|"
+                                   r"instance_norm|batch_norm)\.\d+\.backward$")
 #: Target dtypes whose output rounding dominates a softmax backward's own fp32 arithmetic (the zero-sum check is
 #: only as tight as that: an fp32 kernel's cancellation errors can exceed one rounding of its output).
 _ROUNDED_OUTPUT = frozenset({"float16", "bfloat16"})
