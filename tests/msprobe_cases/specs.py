@@ -309,8 +309,10 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "+ backward, no fault, dumped at level mix (modules and APIs, each module's parameter gradients apart "
              "from its backward call) with msprobe's default task (statistics). An attention's key bias gets a "
              "gradient of exactly zero in theory (it adds one number to a whole row of scores, which softmax "
-             "ignores): 1e-8 on the golden, 1e-5 on the target, rounding on both sides.", "no_layer_fault", None,
-             clean=True),
+             "ignores): 1e-8 on the golden, 1e-5 on the target, rounding on both sides. Two ranks (world_size 2, "
+             "each rank its own four sentences, no collective): on rank 1's shorter sentences a layer norm's input "
+             "gradient moves its Max 7.7 times its incoming gradient's statistics error, by rounding alone.",
+             "no_layer_fault", None, clean=True, world_size=2),
     CaseSpec("stats_minilm_query_transposed", "all-MiniLM-L6-v2 as in `stats_fp16_minilm_clean`, fp32 both sides, "
              "forward only, statistics: the target's layer-2 attention query weight is stored transposed (a wrong "
              "checkpoint conversion). Transposing keeps the weight's Max and Min and moves its Mean and Norm by "
