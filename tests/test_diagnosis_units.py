@@ -156,3 +156,35 @@ def test_an_overflowed_fp16_norm_over_finite_data_is_no_overflow() -> None:
     assert _bulk_stat_error(columns, target_columns, np.array([float(scores.size)]))[0] == pytest.approx(err)
     target_columns[0, 0] = np.inf
     assert _bulk_stat_error(columns, target_columns, np.array([float(scores.size)]))[0] == np.inf
+
+
+def _stats_leaf(golden: dict[str, float], target: dict[str, float], dtype: str) -> str | None:
+    """What ``leaves`` says about an argument recorded only as statistics (golden fp32, target ``dtype``)."""
+    from types import SimpleNamespace
+
+    from acc_agent.numerics.diagnosis.leaves import _describe_stats
+
+    name = "Functional.linear.17.forward.input.0"
+    dump = {side: SimpleNamespace(by_name={name: SimpleNamespace(shape=[4, 17, 1536], stats=stats)})
+            for side, stats in (("golden", golden), ("target", target))}
+    measured = SimpleNamespace(same_stats_other_bytes=False, target_nonfinite=False, golden_nonfinite=False,
+                               dtype=dtype)
+    t = SimpleNamespace(name=name, row=SimpleNamespace(golden_name=None), m=measured)
+    return _describe_stats(t, dump["golden"], dump["target"])  # type: ignore[arg-type]
+
+
+def test_a_statistics_leaf_is_called_scaled_only_when_all_four_move_together() -> None:
+    """Numbers from MiniLM statistics dumps (golden fp32, bf16 target): a weight 3 % too large moves Max, Min, Mean
+    and Norm by the same factor; a GELU 5 % too large on every 5th element moves Max/Min 5 % and Mean/Norm 1 %,
+    which is not a constant factor however loose a bf16 tolerance is."""
+    golden = {"Max": 17.531787872314453, "Min": -0.16997122764587402, "Mean": -0.023517990484833717,
+              "Norm": 82.71775817871094}
+    sparse = {"Max": 18.375, "Min": -0.1787109375, "Mean": -0.0238037109375, "Norm": 83.5}
+    said = _stats_leaf(golden, sparse, "bfloat16")
+    assert said is not None and said.startswith("statistics differ:"), said
+    scaled = {k: v * 1.03 for k, v in golden.items()}
+    said = _stats_leaf(golden, scaled, "bfloat16")
+    assert said is not None and "all 1.03x the golden's: most likely every element scaled" in said, said
+    transposed = {**golden, "Mean": golden["Mean"] * (1 + 3e-7), "Norm": golden["Norm"] * (1 - 2e-7)}
+    said = _stats_leaf(golden, transposed, "float32")
+    assert said is not None and "another arrangement, e.g. transposed" in said, said

@@ -667,7 +667,9 @@ RULES: list[tuple[str, str]] = [
      "该掩码等于 golden 掩码平移 {k} 列：构建方式差了一位"),
     (r"the mask equals the golden one shifted by (?P<k>[-+]?\d+) row\(s\): an off-by-one in how it is built",
      "该掩码等于 golden 掩码平移 {k} 行：构建方式差了一位"),
-    (r"Max, Min, Mean and Norm are all (?P<x>\S+)x the golden's: every element scaled by a ", "Max、Min、Mean 和 Norm 都是 golden 的 {x} 倍：每个元素都被"),
+    (r"Max, Min, Mean and Norm are all (?P<x>\S+)x the golden's: most likely every element scaled by a constant factor "
+     r"\(a scaling or a wrong config value\)", "Max、Min、Mean 和 Norm 都是 golden 的 {x} 倍：很可能每个元素都被乘以同一个常数因子"
+     "（缩放或配置值有误）"),
     (r"^statistics differ: (?P<l>.+)$", "统计量不同：{l}"),
     (r"the same Max and Min, and a Mean and Norm that differ only by the order they were summed in: most likely the "
      r"same values in another arrangement, e\.g\. transposed or permuted \(a layout or checkpoint-conversion error\)",
