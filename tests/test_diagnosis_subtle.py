@@ -294,3 +294,17 @@ def test_a_clean_fp16_bert_statistics_dump_has_no_fault(monkeypatch: pytest.Monk
     table = next(t for t in graph.tensors if t.name == "Functional.embedding.0.forward.input.1")
     assert table.m.norm_err is not None and table.excess < 1.0
     assert any(t.direction == "backward" and t.judged for t in graph.tensors)
+
+
+def test_a_fused_attention_against_a_written_out_one_is_paired_and_clean() -> None:
+    """MiniLM, fp32 both sides: the golden writes attention out, the target calls the fused kernel. Each fused call
+    stands for the six golden calls it replaces, and their FP32 summation-order differences are no fault."""
+    out = _compare("stats_minilm_fused_attention_clean")
+    diag = out.diagnosis
+    assert diag is not None and diag.category == "no_layer_fault", diag.explanation
+    regions = diag.details.get("fused_regions") or []
+    fused = {r["target"]: r["golden"] for r in regions}
+    assert len(fused) == 6, regions
+    assert fused["Functional.scaled_dot_product_attention.0.forward"] == [
+        "Torch.matmul.0.forward", "Tensor.__mul__.0.forward", "Tensor.__add__.4.forward", "Functional.softmax.0.forward",
+        "Functional.dropout.1.forward", "Torch.matmul.1.forward"]

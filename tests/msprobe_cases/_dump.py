@@ -1130,7 +1130,10 @@ def _minilm(side: str, dtype: torch.dtype, fault: str | None, backward: bool, le
     from transformers import AutoTokenizer, BertModel
 
     path = get_model_path()
-    model = BertModel.from_pretrained(path, attn_implementation="sdpa")
+    # fault "eager_golden": the golden's attention is written out (matmul, softmax, dropout, matmul), the
+    # target's is the fused scaled_dot_product_attention, as a migration to a fused kernel leaves it
+    attention = "eager" if fault == "eager_golden" and side == "golden" else "sdpa"
+    model = BertModel.from_pretrained(path, attn_implementation=attention)
     model.eval()  # dropout off: both sides compute the same function
     sentences = MINILM_SENTENCES_RANK1 if rank == 1 else MINILM_SENTENCES
     batch = dict(AutoTokenizer.from_pretrained(path)(sentences, padding=True, return_tensors="pt"))
@@ -1220,6 +1223,8 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_fp16_minilm_clean": lambda side, rank: _statistics(_minilm(side, torch.float16, None, True)),
     "stats_mix_bf16_minilm_clean": lambda side, rank: _statistics(_minilm(side, torch.bfloat16, None, True, "mix",
                                                                           rank)),
+    "stats_minilm_fused_attention_clean": lambda side, rank: _statistics(
+        _minilm(side, torch.float32, "eager_golden", False)),
     "stats_minilm_query_transposed": lambda side, rank: _statistics(
         _minilm(side, torch.float32, "query_transposed", False)),
     "stats_fp16_inf": lambda side, rank: _statistics(_fp16_inf(side)),

@@ -34,6 +34,9 @@ class CaseSpec:
     key_map: tuple[tuple[str, str], ...] = ()
     same_keys: bool = True  # golden and target dumps hold exactly the same keys
     pair_by_order: bool = False  # verify by position of the Module keys (nothing pairs by name)
+    # verify each target call against the next golden call of its API with the same shapes (extra golden calls
+    # of that API, which shift the call numbers, are stepped over)
+    pair_by_shape: bool = False
     differing_inputs: tuple[str, ...] = ()  # inputs of first_op that must differ (default: argument)
     absent_prefixes: tuple[str, ...] = ()  # API keys msprobe must NOT have dumped (e.g. Torch.triu.)
     other_rank_first_diff: str | None = None  # first differing key on the other rank(s)
@@ -313,6 +316,12 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "each rank its own four sentences, no collective): on rank 1's shorter sentences a layer norm's input "
              "gradient moves its Max 7.7 times its incoming gradient's statistics error, by rounding alone.",
              "no_layer_fault", None, clean=True, world_size=2),
+    CaseSpec("stats_minilm_fused_attention_clean", "all-MiniLM-L6-v2 as in `stats_fp16_minilm_clean`, fp32 both "
+             "sides, forward only, statistics, no fault: the golden's attention is written out (matmul, scale, mask "
+             "add, softmax, dropout, matmul), the target's is the fused scaled_dot_product_attention. Each fused call "
+             "pairs with the six calls it replaces; its FP32 arithmetic differs from theirs in summation order only "
+             "(the pooler's linear output norm moves 4 FP32 roundoffs).", "no_layer_fault", None, clean=True,
+             same_keys=False, pair_by_shape=True),
     CaseSpec("stats_minilm_query_transposed", "all-MiniLM-L6-v2 as in `stats_fp16_minilm_clean`, fp32 both sides, "
              "forward only, statistics: the target's layer-2 attention query weight is stored transposed (a wrong "
              "checkpoint conversion). Transposing keeps the weight's Max and Min and moves its Mean and Norm by "

@@ -238,8 +238,34 @@ def pairs(spec: CaseSpec, g: Side, t: Side) -> list[tuple[str, str]]:
         if len(gkeys) != len(tkeys):
             raise CaseError(f"{spec.name}: {len(gkeys)} golden keys vs {len(tkeys)} target keys")
         return list(zip(gkeys, tkeys, strict=True))
+    if spec.pair_by_shape:
+        return _pairs_by_shape(g, t)
     golden_of = dict(spec.key_map)
     return [(golden_of.get(k, k), k) for k in t.data if golden_of.get(k, k) in g.data]
+
+
+def _shapes(entry: dict[str, Any]) -> list[tuple[str, tuple[int, ...]]]:
+    return [(name, tuple(leaf.get("shape") or ())) for name, leaf in leaves(entry)]
+
+
+def _pairs_by_shape(g: Side, t: Side) -> list[tuple[str, str]]:
+    """Each target call with the next golden call of the same API (after the last one paired) whose arguments
+    and outputs have the same names and shapes: the golden's extra calls (a written-out attention's mask add
+    and probability dropout) are stepped over, whatever they do to the call numbers."""
+    by_api: dict[str, list[str]] = {}
+    for key in g.data:
+        by_api.setdefault(_api(key) + key.rsplit(".", 1)[-1], []).append(key)
+    start: dict[str, int] = {}
+    out: list[tuple[str, str]] = []
+    for key in t.data:
+        api = _api(key) + key.rsplit(".", 1)[-1]
+        candidates, shape = by_api.get(api, []), _shapes(t.data[key])
+        for i in range(start.get(api, 0), len(candidates)):
+            if _shapes(g.data[candidates[i]]) == shape:
+                out.append((candidates[i], key))
+                start[api] = i + 1
+                break
+    return out
 
 
 def rank_dirs(dump_root: Path) -> dict[str, Path]:
