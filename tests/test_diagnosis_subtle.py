@@ -308,3 +308,13 @@ def test_a_fused_attention_against_a_written_out_one_is_paired_and_clean() -> No
     assert fused["Functional.scaled_dot_product_attention.0.forward"] == [
         "Torch.matmul.0.forward", "Tensor.__mul__.0.forward", "Tensor.__add__.4.forward", "Functional.softmax.0.forward",
         "Functional.dropout.1.forward", "Torch.matmul.1.forward"]
+
+
+def test_a_boolean_mask_against_an_additive_float_mask_is_not_a_difference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Level mix, written-out attention on the golden (additive float mask), fused kernel on the target (boolean
+    mask): the module's mask argument holds the same information in another form, so it is not measured, and the
+    clean run is no fault (it was named the argument where the difference enters)."""
+    out, graph = _compare_keeping_graph("stats_mix_bf16_minilm_fused_attention_clean", monkeypatch)
+    assert out.diagnosis is not None and out.diagnosis.category == "no_layer_fault", out.diagnosis.explanation
+    masks = [t for t in graph.tensors if t.name.endswith(".input.attention_mask")]
+    assert masks and all(t.m.measure == "none" and not t.judged for t in masks)

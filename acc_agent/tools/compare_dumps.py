@@ -211,10 +211,12 @@ def precision_change_only(row: DumpRow) -> bool:
     """A row msprobe flags only because the target runs in another float type.
 
     msprobe's statistics rules flag every tensor whose dtype differs, so a float32 golden against a
-    bfloat16 target is "error" on every row however close the numbers are; its tensor bar warns on a
+    bfloat16 target is "error" on every row however close the numbers are (and so is a boolean attention
+    mask against an additive float one); its tensor bar warns on a
     lower-precision target's clean rows. The CSV keeps msprobe's Result; when the diagnosis finds every
     tensor within the target's precision, the verdict follows it.
     """
+    from acc_agent.numerics.diagnosis.measure import other_representation
     from acc_agent.tools._stat_rows import MSG_DTYPE, MSG_MD5, MSG_REL_WARN
 
     d = row.__dict__
@@ -227,7 +229,10 @@ def precision_change_only(row: DumpRow) -> bool:
     # an md5 dump the digests of two float types always differ
     if not {MSG_DTYPE} <= set(str(d.get("message") or "").split("; ")) <= {MSG_DTYPE, MSG_REL_WARN, MSG_MD5}:
         return False
-    return _float_types_differ(d)
+    # a boolean mask on one side, an additive float mask on the other (a fused attention takes the one, the
+    # written-out one adds the other): another form of the same argument, which the diagnosis does not measure
+    return _float_types_differ(d) or other_representation(str(d.get("golden_dtype") or "") or None,
+                                                          str(d.get("target_dtype") or "") or None)
 
 
 def _float_types_differ(d: dict[str, object]) -> bool:

@@ -1225,6 +1225,8 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
                                                                           rank)),
     "stats_minilm_fused_attention_clean": lambda side, rank: _statistics(
         _minilm(side, torch.float32, "eager_golden", False)),
+    "stats_mix_bf16_minilm_fused_attention_clean": lambda side, rank: _statistics(
+        _minilm(side, torch.bfloat16, "eager_golden", False, "mix")),
     "stats_minilm_query_transposed": lambda side, rank: _statistics(
         _minilm(side, torch.float32, "query_transposed", False)),
     "stats_fp16_inf": lambda side, rank: _statistics(_fp16_inf(side)),

@@ -322,6 +322,12 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "pairs with the six calls it replaces; its FP32 arithmetic differs from theirs in summation order only "
              "(the pooler's linear output norm moves 4 FP32 roundoffs).", "no_layer_fault", None, clean=True,
              same_keys=False, pair_by_shape=True),
+    CaseSpec("stats_mix_bf16_minilm_fused_attention_clean", "Same models as `stats_minilm_fused_attention_clean` "
+             "(written-out attention on the golden, the fused kernel on the target), bf16 target, dumped at level "
+             "mix with statistics, no fault. The attention modules receive the mask as an additive float mask (0 "
+             "and the float32 minimum) on the golden and as a boolean mask on the target: the same information in "
+             "another form, whose numbers do not compare.", "no_layer_fault", None, clean=True, same_keys=False,
+             pair_by_shape=True),
     CaseSpec("stats_minilm_query_transposed", "all-MiniLM-L6-v2 as in `stats_fp16_minilm_clean`, fp32 both sides, "
              "forward only, statistics: the target's layer-2 attention query weight is stored transposed (a wrong "
              "checkpoint conversion). Transposing keeps the weight's Max and Min and moves its Mean and Norm by "

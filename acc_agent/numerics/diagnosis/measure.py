@@ -191,7 +191,8 @@ def measure_row(row: DumpRow, golden: Dump | None, target: Dump | None, bench: D
     data = _has_tensor_metrics(row)  # the data itself was compared: its Inf/NaN counts are the truth
     t_bad = bool(row.target_nan or row.target_inf) or (not data and stats_nonfinite(t_stats))
     g_bad = bool(row.golden_nan or row.golden_inf) or (not data and stats_nonfinite(g_stats))
-    if row.status == "unmatched":
+    if row.status == "unmatched" or (g_entry is not None and t_entry is not None
+                                     and other_representation(g_entry.dtype, t_entry.dtype)):
         return Measured(None, None, "none", t_bad, g_bad, dtype)
     g_md5 = getattr(g_entry, "md5", None)
     t_md5 = getattr(t_entry, "md5", None)
@@ -201,6 +202,14 @@ def measure_row(row: DumpRow, golden: Dump | None, target: Dump | None, bench: D
                  g_md5, t_md5, slack)
     m.norm_err = _norm_err(g_stats, t_stats, slack)
     return m
+
+
+def other_representation(golden_dtype: str | None, target_dtype: str | None) -> bool:
+    """Whether one side holds floats and the other booleans or integers: the same information in another form
+    (an additive float attention mask of 0 and -inf against a boolean one), whose numbers do not compare."""
+    if golden_dtype is None or target_dtype is None or golden_dtype == target_dtype:
+        return False
+    return budgets.is_float(golden_dtype) != budgets.is_float(target_dtype)
 
 
 def _norm_err(g: dict[str, float | None] | None, t: dict[str, float | None] | None, slack: float) -> float | None:
@@ -316,6 +325,7 @@ def measure_and_fingerprint(rows: list[DumpRow], golden: Dump | None, target: Du
         status = d.get("status", "pass")
         g_shape, t_shape = d.get("golden_shape"), d.get("target_shape")
         if (status == "unmatched" or status == "error" or g_e is None or t_e is None
+                or (g_e.dtype != t_e.dtype and other_representation(g_e.dtype, t_e.dtype))
                 or d.get("euc_dist") is not None or d.get("cosine") is not None
                 or (g_shape != t_shape and _shapes_differ(row))):
             out[i] = measure_row(row, golden, target, bench, precision)
