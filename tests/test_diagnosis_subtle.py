@@ -74,6 +74,11 @@ def _target_dump(name: str) -> Dump:
     return target.ranks[next(iter(target.ranks))]
 
 
+def _golden_dump(name: str) -> Dump:
+    golden = open_dump_set(str(make_case(name).golden))
+    return golden.ranks[next(iter(golden.ranks))]
+
+
 def _assert_translated(text: str) -> None:
     assert english_words(to_zh(text)) == [], to_zh(text)
 
@@ -318,3 +323,24 @@ def test_a_boolean_mask_against_an_additive_float_mask_is_not_a_difference(monke
     assert out.diagnosis is not None and out.diagnosis.category == "no_layer_fault", out.diagnosis.explanation
     masks = [t for t in graph.tensors if t.name.endswith(".input.attention_mask")]
     assert masks and all(t.m.measure == "none" and not t.judged for t in masks)
+
+
+def test_a_backward_call_follows_its_forward_calls_renumbered_partner() -> None:
+    """The golden's written-out attention makes extra dropout calls, so dropout call numbers shift; an eval-mode
+    dropout has no backward, so both runs make as many dropout backward calls and their names pair one-to-one,
+    wrongly. Each backward call must pair with the backward twin of its forward call's golden partner."""
+    from acc_agent.io.pairing import pair_entries
+
+    case = make_case("md5_fp16_minilm_fused_attention_clean")
+    golden, target = _golden_dump("md5_fp16_minilm_fused_attention_clean"), _target_dump(
+        "md5_fp16_minilm_fused_attention_clean")
+    assert case.category == "no_layer_fault"
+    partner = {p.target_name: p.golden_name for p in pair_entries(golden, target).pairs}
+    forwards = {t: g for t, g in partner.items() if ".dropout." in t and ".forward.input.0" in t and t != g}
+    assert forwards, "the dropout numbers do not shift in this case"
+    for t_name, g_name in forwards.items():
+        t_back = t_name.replace(".forward.input.0", ".backward.output.0")
+        if t_back in partner:
+            assert partner[t_back] == g_name.replace(".forward.input.0", ".backward.output.0"), (t_back, partner[t_back])
+    out = _compare("md5_fp16_minilm_fused_attention_clean")
+    assert out.diagnosis is not None and out.diagnosis.category == "no_layer_fault", out.diagnosis.explanation

@@ -144,6 +144,7 @@ def pair_entries(golden: Dump, target: Dump, mapping: dict[str, str] | None = No
     spent_golden, spent_target = _duplicated(golden), _duplicated(target)
     g_ops, t_ops = _Layout(golden), _Layout(target)
     _apply(result, target, _gap_pairs(g_ops, t_ops, result, spent_golden, spent_target, swaps=False))
+    _apply(result, target, _backward_twins(g_ops, t_ops, result, spent_golden, spent_target))
     regions_golden, regions_target = _pair_regions(g_ops, t_ops, result, spent_golden, spent_target)
     spent_golden |= regions_golden
     spent_target |= regions_target
@@ -384,15 +385,23 @@ def _drop_shifted(golden: Dump, target: Dump, result: Pairing) -> None:
         return
     suspects: dict[str, list[Pair]] = {}
     trusted: list[Pair] = []
+    exact_backward: dict[str, list[Pair]] = {}
     for p in result.pairs:
         key = target.entry(p.target_name).module_key
         if key in suspect_keys and p.method == "exact":
             suspects.setdefault(key, []).append(p)
         else:
             trusted.append(p)
+            if p.method == "exact" and key.endswith(".backward"):
+                exact_backward.setdefault(key, []).append(p)
     anchors = _Anchors.of(golden, target, trusted)
     dropped = [key for key, pairs in suspects.items()
                if _misplaced(golden, target, anchors, pairs) or _other_shapes(golden, target, pairs)]
+    # a backward call is numbered as its forward call: when that one lost its same-name partner, so does it,
+    # even where both runs make as many backward calls of the API (an eval-mode dropout has none)
+    twins = {key[: -len("forward")] + "backward" for key in dropped if key.endswith(".forward")}
+    dropped += [key for key in twins if key not in dropped and (key in suspects or key in exact_backward)]
+    suspects.update({key: exact_backward[key] for key in twins if key in exact_backward})
     if not dropped:
         return
     gone = [p for key in dropped for p in suspects[key]]
@@ -473,6 +482,27 @@ def _gap_pairs(golden: _Layout, target: _Layout, result: Pairing, skip_golden: s
         swapped.update((g.key, t.key) for g, t in matched)
         found += matched
     return _gap_result(found, result, swaps)
+
+
+def _backward_twins(golden: _Layout, target: _Layout, result: Pairing, skip_golden: set[str],
+                    skip_target: set[str]) -> list[Pair]:
+    """The free backward calls whose forward call paired under another call number, with that golden call's
+    backward twin (``dropout.12.backward`` follows ``dropout.12.forward`` to the golden's ``dropout.16``)."""
+    partner: dict[str, str] = {}
+    for p in result.pairs:
+        t_key, g_key = target.dump.entry(p.target_name).module_key, golden.dump.entry(p.golden_name).module_key
+        if t_key != g_key and t_key.endswith(".forward") and _api_of(t_key) is not None:
+            partner[t_key] = g_key
+    if not partner:
+        return []
+    free_golden = {op.key: op for op in _free_api_ops(golden, result.unmatched_golden, skip_golden)}
+    found: list[tuple[_Op, _Op]] = []
+    for op in _free_api_ops(target, result.unmatched_target, skip_target):
+        g_forward = partner.get(op.key[: -len("backward")] + "forward") if op.key.endswith(".backward") else None
+        twin = free_golden.pop(g_forward[: -len("forward")] + "backward", None) if g_forward else None
+        if twin is not None and _signature(twin) == _signature(op):
+            found.append((twin, op))
+    return _gap_result(found, result, swaps=False)
 
 
 def _renumbered(theirs: list[_Op], mine: list[_Op]) -> list[tuple[_Op, _Op]]:

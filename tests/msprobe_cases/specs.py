@@ -328,6 +328,12 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "and the float32 minimum) on the golden and as a boolean mask on the target: the same information in "
              "another form, whose numbers do not compare.", "no_layer_fault", None, clean=True, same_keys=False,
              pair_by_shape=True),
+    CaseSpec("md5_fp16_minilm_fused_attention_clean", "Same models as `stats_minilm_fused_attention_clean` "
+             "(written-out attention on the golden, the fused kernel on the target), fp16 target, forward + backward "
+             "(MSE on the last hidden state), summary_mode md5, no fault. The golden's extra dropout calls (on the "
+             "attention probabilities) shift the dropout call numbers, forward and backward alike: each backward "
+             "call pairs with the backward twin of its forward call's partner.", "no_layer_fault", None,
+             clean=True, same_keys=False, pair_by_shape=True),
     CaseSpec("stats_minilm_query_transposed", "all-MiniLM-L6-v2 as in `stats_fp16_minilm_clean`, fp32 both sides, "
              "forward only, statistics: the target's layer-2 attention query weight is stored transposed (a wrong "
              "checkpoint conversion). Transposing keeps the weight's Max and Min and moves its Mean and Norm by "
