@@ -1229,6 +1229,8 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
         _minilm(side, torch.bfloat16, "eager_golden", False, "mix")),
     "md5_fp16_minilm_fused_attention_clean": lambda side, rank: _md5(
         _minilm(side, torch.float16, "eager_golden", True)),
+    "stats_l0_minilm_query_transposed": lambda side, rank: _statistics(
+        _minilm(side, torch.float32, "query_transposed", False, "L0")),
     "stats_minilm_query_transposed": lambda side, rank: _statistics(
         _minilm(side, torch.float32, "query_transposed", False)),
     "stats_fp16_inf": lambda side, rank: _statistics(_fp16_inf(side)),

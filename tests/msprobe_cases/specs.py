@@ -334,6 +334,11 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "attention probabilities) shift the dropout call numbers, forward and backward alike: each backward "
              "call pairs with the backward twin of its forward call's partner.", "no_layer_fault", None,
              clean=True, same_keys=False, pair_by_shape=True),
+    CaseSpec("stats_l0_minilm_query_transposed", "Same models and fault as `stats_minilm_query_transposed` (the "
+             "target's layer-2 attention query weight stored transposed), dumped at level L0 (modules only) with "
+             "statistics. The query projection's output goes on through calls L0 does not record (view, transpose, "
+             "the fused attention), so nothing recorded takes it; the network's final outputs differ (2.4 %).",
+             "operator_fault", "Module.encoder.layer.2.attention.self.query.Linear.forward.0", pass_="forward"),
     CaseSpec("stats_minilm_query_transposed", "all-MiniLM-L6-v2 as in `stats_fp16_minilm_clean`, fp32 both sides, "
              "forward only, statistics: the target's layer-2 attention query weight is stored transposed (a wrong "
              "checkpoint conversion). Transposing keeps the weight's Max and Min and moves its Mean and Norm by "
