@@ -344,3 +344,16 @@ def test_a_backward_call_follows_its_forward_calls_renumbered_partner() -> None:
             assert partner[t_back] == g_name.replace(".forward.input.0", ".backward.output.0"), (t_back, partner[t_back])
     out = _compare("md5_fp16_minilm_fused_attention_clean")
     assert out.diagnosis is not None and out.diagnosis.category == "no_layer_fault", out.diagnosis.explanation
+
+
+def test_renamed_modules_pair_by_class_shapes_and_place() -> None:
+    """L0 MiniLM whose port renames each layer's FFN modules (a third of the module keys): names pair the rest, so
+    no order fallback starts; the renamed calls pair with the golden module of the same class and shapes between
+    the same paired neighbours, and the scaled weight inside one of them is found (it was the enclosing layer)."""
+    out = _compare("stats_l0_minilm_renamed_fc2_scaled")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert diag is not None and fd is not None
+    assert (fd.module, fd.argument) == ("Module.encoder.layer.3.ffn_out.dense.Linear.forward.0", "parameters.weight")
+    assert (diag.details.get("pairing_methods") or {}).get("renamed", 0) > 0
+    notes = " ".join(diag.details.get("pairing_notes") or [])
+    assert "module calls the target names differently" in notes, notes

@@ -171,8 +171,10 @@ def test_target_only_wrapper_module_stays_unmatched(dumps: dict[str, Path]) -> N
                for n in pairing.notes)
 
 
-def test_a_few_renamed_rows_stay_unmatched(dumps: dict[str, Path]) -> None:
-    """One renamed layer among many pairing names is not a renamed model: no guessing by position."""
+def test_a_few_renamed_modules_pair_by_class_shapes_and_place(dumps: dict[str, Path]) -> None:
+    """One renamed layer among many pairing names is not a renamed model: no order fallback. Its calls pair only
+    with the golden module of the same class and shapes between the same paired neighbours, one for one, and a
+    note says so; a renamed module with other shapes stays unmatched."""
     g = _open(dumps["net_mix"])
     t = _open(dumps["net_mix_again"])
     entries = [replace(e, name=e.name.replace("Module.head.", "Module.proj."),
@@ -180,8 +182,15 @@ def test_a_few_renamed_rows_stay_unmatched(dumps: dict[str, Path]) -> None:
     renamed = Dump(t.source, t.kind, entries, t.data_dir, t.meta)
     pairing = pair_entries(g, renamed)
     moved = [e.name for e in entries if e.name.startswith("Module.proj.")]
-    assert moved and sorted(pairing.unmatched_target) == sorted(moved)
-    assert not pairing.auto_order_fallback and not pairing.notes and not pairing.regions
+    partner = {p.target_name: (p.golden_name, p.method) for p in pairing.pairs}
+    assert moved and not pairing.unmatched_target
+    assert all(partner[n] == (n.replace("Module.proj.", "Module.head."), "renamed") for n in moved)
+    assert not pairing.auto_order_fallback and not pairing.regions
+    assert len(pairing.notes) == 1 and "module calls the target names differently" in pairing.notes[0]
+    reshaped = [replace(e, shape=[*e.shape, 1]) if e.name.startswith("Module.proj.") and e.shape else e
+                for e in entries]
+    pairing = pair_entries(g, Dump(t.source, t.kind, reshaped, t.data_dir, t.meta))
+    assert sorted(pairing.unmatched_target) == sorted(moved) and not pairing.notes
 
 
 # --------------------------------------------------------------------------- fused regions

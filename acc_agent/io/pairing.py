@@ -154,7 +154,8 @@ def pair_entries(golden: Dump, target: Dump, mapping: dict[str, str] | None = No
     if not (t_left and g_left):
         return result
     groups, reason = _order_groups(target, t_left, by_order)
-    if not groups:
+    if not groups:  # too few left for the order fallback: renamed modules may still pair by class and place
+        _apply(result, target, _renamed_modules(g_ops, t_ops, result, spent_golden, spent_target))
         return result
     new, wrappers = _order_pairs([e for e in g_left if _group_of(e) in groups],
                                  [e for e in t_left if _group_of(e) in groups])
@@ -482,6 +483,68 @@ def _gap_pairs(golden: _Layout, target: _Layout, result: Pairing, skip_golden: s
         swapped.update((g.key, t.key) for g, t in matched)
         found += matched
     return _gap_result(found, result, swaps)
+
+
+#: Unpaired module calls per side between two paired neighbours that module renaming looks at.
+_MAX_MODULE_GAP = 64
+
+
+def _module_class(key: str) -> tuple[str, str] | None:
+    """(class, direction) of a module call's key: ``Module.encoder.layer.3.ffn_out.dense.Linear.forward.0`` ->
+    (``Linear``, ``forward``); None for API calls."""
+    if not key.startswith("Module."):
+        return None
+    parts = key.split(".")
+    for i in range(len(parts) - 1, 1, -1):
+        if parts[i] in ("forward", "backward", "parameters_grad"):
+            return parts[i - 1], parts[i]
+    return None
+
+
+def _renamed_modules(golden: _Layout, target: _Layout, result: Pairing, skip_golden: set[str],
+                     skip_target: set[str]) -> list[Pair]:
+    """Module calls renamed in the target (an attribute ``intermediate`` now ``ffn_in``): between the same two
+    paired neighbours, the unpaired module calls of both runs pair in order when they are the same classes with
+    the same shapes, one for one; anything less certain stays unpaired."""
+    def free_modules(ops: _Layout, unmatched: list[str], skip: set[str]) -> list[_Op]:
+        free = set(unmatched) - skip
+        keys = dict.fromkeys(ops.dump.entry(n).module_key for n in free)
+        found = [ops.by_key[k] for k in keys if _module_class(k) is not None
+                 and all(r.name in free for r in ops.by_key[k].rows)]
+        return sorted(found, key=lambda op: op.first)
+
+    t_ops = free_modules(target, result.unmatched_target, skip_target)
+    g_ops = free_modules(golden, result.unmatched_golden, skip_golden)
+    if not (t_ops and g_ops):
+        return []
+    anchors = _Anchors.of(golden.dump, target.dump, result.pairs)
+    gaps: dict[int, list[_Op]] = {}
+    for op in t_ops:
+        gaps.setdefault(bisect.bisect_left(anchors.t_idx, op.first), []).append(op)
+    g_firsts = [op.first for op in g_ops]
+    found: list[tuple[_Op, _Op]] = []
+    for i, mine in gaps.items():
+        if not 0 < i < len(anchors.t_idx) or len(mine) > _MAX_MODULE_GAP:
+            continue  # only between two paired neighbours
+        lo, hi = anchors.g_idx[i - 1], anchors.g_idx[i]
+        k = bisect.bisect_right(g_firsts, lo)
+        theirs = []
+        while k < len(g_ops) and g_ops[k].first < hi:
+            if g_ops[k].last < hi:
+                theirs.append(g_ops[k])
+            k += 1
+        if len(theirs) != len(mine):
+            continue
+        if all(_module_class(g.key) == _module_class(t.key) and _signature(g) is not None
+               and _signature(g) == _signature(t) for g, t in zip(theirs, mine, strict=True)):
+            found += list(zip(theirs, mine, strict=True))
+    if not found:
+        return []
+    pairs = [Pair(g_row.name, t_row.name, "renamed") for g, t in found
+             for g_row, t_row in zip(g.rows, t.rows, strict=True)]  # equal signatures: the rows line up
+    result.notes.append(f"paired {len(found)} module calls the target names differently with the golden module of "
+                        f"the same class and shapes in the same place, e.g. {found[0][1].key} with {found[0][0].key}")
+    return pairs
 
 
 def _backward_twins(golden: _Layout, target: _Layout, result: Pairing, skip_golden: set[str],

@@ -1141,6 +1141,14 @@ def _minilm(side: str, dtype: torch.dtype, fault: str | None, backward: bool, le
         with torch.no_grad():
             weight = model.encoder.layer[2].attention.self.query.weight
             weight.copy_(weight.t().contiguous())
+    if side == "target" and fault == "renamed_fc2_scaled":
+        with torch.no_grad():  # layer 3's second FFN weight 3 % too large
+            model.encoder.layer[3].output.dense.weight.mul_(1.03)
+        for block in model.encoder.layer:  # the target's port names the FFN modules otherwise
+            for old_name, new_name in (("intermediate", "ffn_in"), ("output", "ffn_out")):
+                module = block._modules.pop(old_name)
+                block._modules[new_name] = module
+                object.__setattr__(block, old_name, module)  # forward still reads the old attribute
     if side != "golden":
         model.to(dtype)
 
@@ -1231,6 +1239,8 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
         _minilm(side, torch.float16, "eager_golden", True)),
     "stats_l0_minilm_query_transposed": lambda side, rank: _statistics(
         _minilm(side, torch.float32, "query_transposed", False, "L0")),
+    "stats_l0_minilm_renamed_fc2_scaled": lambda side, rank: _statistics(
+        _minilm(side, torch.float32, "renamed_fc2_scaled", False, "L0")),
     "stats_minilm_query_transposed": lambda side, rank: _statistics(
         _minilm(side, torch.float32, "query_transposed", False)),
     "stats_fp16_inf": lambda side, rank: _statistics(_fp16_inf(side)),

@@ -339,6 +339,16 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "statistics. The query projection's output goes on through calls L0 does not record (view, transpose, "
              "the fused attention), so nothing recorded takes it; the network's final outputs differ (2.4 %).",
              "operator_fault", "Module.encoder.layer.2.attention.self.query.Linear.forward.0", pass_="forward"),
+    CaseSpec("stats_l0_minilm_renamed_fc2_scaled", "all-MiniLM-L6-v2, fp32 both sides, forward only, level L0 "
+             "(modules only), statistics. The target's port names each layer's FFN modules otherwise (`intermediate` "
+             "-> `ffn_in`, `output` -> `ffn_out`: a third of the module keys), and its layer-3 FFN output weight is "
+             "3 % too large. Left unpaired, the renamed modules hide the weight, and the first divergence would be "
+             "a later module: they must pair with the golden modules of the same class and shapes in the same "
+             "place.", "operator_fault",
+             "Module.encoder.layer.3.ffn_out.dense.Linear.forward.0", pass_="forward",
+             argument="parameters.weight", golden_first_op="Module.encoder.layer.3.output.dense.Linear.forward.0",
+             key_map=(("Module.encoder.layer.3.ffn_out.dense.Linear.forward.0",
+                       "Module.encoder.layer.3.output.dense.Linear.forward.0"),), same_keys=False),
     CaseSpec("stats_minilm_query_transposed", "all-MiniLM-L6-v2 as in `stats_fp16_minilm_clean`, fp32 both sides, "
              "forward only, statistics: the target's layer-2 attention query weight is stored transposed (a wrong "
              "checkpoint conversion). Transposing keeps the weight's Max and Min and moves its Mean and Norm by "
