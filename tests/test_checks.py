@@ -55,6 +55,11 @@ def test_each_check_fails_on_broken_input(broken: str, check: str) -> None:
 def test_prose_mentions_are_not_leaks() -> None:
     assert _checks("Inference smoke (no NaN/Inf), `None` in code is fine, and Nonetheless works.\n") == set()
     assert _checks("None of the 8 outputs has NaN values; golden has 2 NaN at the same positions.\n") == set()
+    # msprobe's own Result message, quoted in a compare summary, and a statistic spelled as msprobe spells it
+    assert _checks("worst: X.0.forward.output.0 (error: There is nan/inf/-inf in the maximum or minimum value of "
+                   "NPU.)\n") == set()
+    assert _checks("Inf/NaN on the target where the golden is finite (Max Inf vs 13.68, Mean -Inf vs 0.1)\n") == set()
+    assert _checks("statistics differ: Max inf vs 13.68\n") == {"value_leak"}
 
 
 def test_missing_required_section() -> None:

@@ -24,8 +24,8 @@ META_RE = re.compile(r"<!-- acc-agent doc=(?P<doc>\w+) lang=(?P<lang>\w+)(?: \w+
 TEMPLATE_RE = re.compile(r"\{\{|\}\}|\{%|%\}|\{#|#\}")
 # A Python/JS value printed where a number or text belongs: lowercase nan/inf anywhere as a word,
 # or None/NaN/inf/null/undefined standing as a value (a whole cell, or right after ':' or '='). Prose such
-# as "None of the rows" or "no NaN/Inf" is not a leak.
-LEAK_RE = re.compile(r"(?<![\w.-])-?(nan|inf)(?![\w/])"
+# as "None of the rows", "no NaN/Inf" or msprobe's "nan/inf/-inf in the maximum" is not a leak.
+LEAK_RE = re.compile(r"(?<![\w./-])-?(nan|inf)(?![\w/])"
                      r"|(?:[:=]\s*)(None|NaN|-?inf|null|undefined)(?=$|[\s,;)])")
 LEAK_CELL_RE = re.compile(r"^\s*-?(None|nan|NaN|inf|Inf|null|undefined)\s*$")
 CODE_SPAN_RE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")

@@ -143,7 +143,8 @@ def _describe_stats(t: Tensor, golden: Dump | None, target: Dump | None) -> str 
     if any(v is None for v in gs + xs):
         return None
     if t.m.target_nonfinite and not t.m.golden_nonfinite:
-        shown = ", ".join(f"{k} {xv:.6g} vs {gv:.6g}" for k, gv, xv in zip(STAT_KEYS, gs, xs, strict=True) if gv != xv)
+        shown = ", ".join(f"{k} {_number(xv)} vs {_number(gv)}" for k, gv, xv in zip(STAT_KEYS, gs, xs, strict=True)
+                          if gv != xv)
         return f"Inf/NaN on the target where the golden is finite ({shown})"
     if t.m.same_stats_other_bytes:
         return ("the same statistics (Max/Min/Mean/Norm) but other bytes (md5): most likely the same values in "
@@ -161,7 +162,7 @@ def _describe_stats(t: Tensor, golden: Dump | None, target: Dump | None) -> str 
     if len(ratios) == 4 and abs(ratios[0] - 1.0) > tol and spread <= min(tol, 0.25 * abs(ratios[0] - 1.0)):
         return (f"Max, Min, Mean and Norm are all {ratios[0]:.4g}x the golden's: most likely every element scaled by "
                 "a constant factor (a scaling or a wrong config value)")
-    parts = [f"{k} {xv:.6g} vs {gv:.6g}" for k, gv, xv in zip(STAT_KEYS, gs, xs, strict=True) if gv != xv]
+    parts = [f"{k} {_number(xv)} vs {_number(gv)}" for k, gv, xv in zip(STAT_KEYS, gs, xs, strict=True) if gv != xv]
     return "statistics differ: " + ", ".join(parts) if parts else None
 
 
@@ -176,3 +177,14 @@ def _same_values_summed_apart(gs: list[float], xs: list[float], tol: float) -> b
         return False
     scale = max(abs(g_max), abs(g_min))
     return abs(x_mean - g_mean) <= tol * scale and abs(x_norm - g_norm) <= tol * abs(g_norm)
+
+
+def _number(v: float | None) -> str:
+    """A recorded statistic as a reader reads it: Inf, -Inf and NaN spelled as msprobe's reports spell them."""
+    if v is None:
+        return "n/a"
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Inf" if v > 0 else "-Inf"
+    return f"{v:.6g}"
