@@ -34,7 +34,7 @@ import bisect
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -438,14 +438,41 @@ def _misplaced(golden: Dump, target: Dump, anchors: _Anchors, pairs: list[Pair])
     return hi > lo and not (lo < min(g_idx) and max(g_idx) < hi)
 
 
-def _free_api_ops(ops: _Layout, unmatched: list[str], skip: set[str]) -> list[_Op]:
-    """API calls none of whose rows has a partner yet, in execution order."""
+def _free_api_ops(ops: _Layout, unmatched: list[str], skip: set[str],
+                  kind: Callable[[str], object] | None = None) -> list[_Op]:
+    """API calls (module calls with ``kind=_module_class``) none of whose rows has a partner yet, in execution
+    order."""
     free = set(unmatched) - skip
     if not free:
         return []
+    is_kind = kind or _api_of
     keys = dict.fromkeys(ops.dump.entry(n).module_key for n in free)
-    found = [ops.by_key[k] for k in keys if _api_of(k) and all(r.name in free for r in ops.by_key[k].rows)]
+    found = [ops.by_key[k] for k in keys if is_kind(k) and all(r.name in free for r in ops.by_key[k].rows)]
     return sorted(found, key=lambda op: op.first)
+
+
+def _gap_windows(anchors: _Anchors, t_ops: list[_Op], g_ops: list[_Op], limit: int, *, inner_only: bool,
+                 used: set[str] | None = None) -> Iterator[tuple[list[_Op], list[_Op]]]:
+    """(target calls, golden calls) between the same two paired neighbours, at most ``limit`` a side; with
+    ``inner_only`` never before the first or after the last neighbour. Golden calls whose key is in ``used`` (which
+    the caller may add to between windows) are left out."""
+    gaps: dict[int, list[_Op]] = {}
+    for op in t_ops:  # in execution order, so a forward call is placed before its backward twin is tried
+        gaps.setdefault(bisect.bisect_left(anchors.t_idx, op.first), []).append(op)
+    g_firsts = [op.first for op in g_ops]
+    for i, mine in gaps.items():
+        lo = anchors.g_idx[i - 1] if i > 0 else -1
+        hi = anchors.g_idx[i] if i < len(anchors.g_idx) else math.inf
+        if hi <= lo or len(mine) > limit or (inner_only and not 0 < i < len(anchors.t_idx)):
+            continue
+        theirs: list[_Op] = []
+        k = bisect.bisect_right(g_firsts, lo)
+        while k < len(g_ops) and g_ops[k].first < hi and len(theirs) <= limit:
+            if g_ops[k].last < hi and (used is None or g_ops[k].key not in used):
+                theirs.append(g_ops[k])
+            k += 1
+        if theirs and len(theirs) <= limit:
+            yield mine, theirs
 
 
 def _gap_pairs(golden: _Layout, target: _Layout, result: Pairing, skip_golden: set[str], skip_target: set[str],
@@ -459,25 +486,10 @@ def _gap_pairs(golden: _Layout, target: _Layout, result: Pairing, skip_golden: s
         return []
     anchors = _Anchors.of(golden.dump, target.dump, result.pairs)
     swapped: set[tuple[str, str]] = set()  # (golden key, target key) of the different-API calls paired here
-    gaps: dict[int, list[_Op]] = {}
-    for op in t_ops:  # in execution order, so a forward call is placed before its backward twin is tried
-        gaps.setdefault(bisect.bisect_left(anchors.t_idx, op.first), []).append(op)
-    g_firsts = [op.first for op in g_ops]
     used: set[str] = set()
     found: list[tuple[_Op, _Op]] = []
-    for i, mine in gaps.items():
-        lo = anchors.g_idx[i - 1] if i > 0 else -1
-        hi = anchors.g_idx[i] if i < len(anchors.g_idx) else math.inf
-        if hi <= lo or len(mine) > _MAX_GAP or (swaps and not 0 < i < len(anchors.t_idx)):
-            continue  # a different API is only placed between two paired neighbours, never at an end
-        theirs: list[_Op] = []
-        k = bisect.bisect_right(g_firsts, lo)
-        while k < len(g_ops) and g_ops[k].first < hi and len(theirs) <= _MAX_GAP:
-            if g_ops[k].last < hi and g_ops[k].key not in used:
-                theirs.append(g_ops[k])
-            k += 1
-        if not theirs or len(theirs) > _MAX_GAP:
-            continue
+    # a different API is only placed between two paired neighbours, never at an end
+    for mine, theirs in _gap_windows(anchors, t_ops, g_ops, _MAX_GAP, inner_only=swaps, used=used):
         matched = _swapped(theirs, mine, swapped) if swaps else _renumbered(theirs, mine)
         used.update(g.key for g, _ in matched)
         swapped.update((g.key, t.key) for g, t in matched)
@@ -506,33 +518,13 @@ def _renamed_modules(golden: _Layout, target: _Layout, result: Pairing, skip_gol
     """Module calls renamed in the target (an attribute ``intermediate`` now ``ffn_in``): between the same two
     paired neighbours, the unpaired module calls of both runs pair in order when they are the same classes with
     the same shapes, one for one; anything less certain stays unpaired."""
-    def free_modules(ops: _Layout, unmatched: list[str], skip: set[str]) -> list[_Op]:
-        free = set(unmatched) - skip
-        keys = dict.fromkeys(ops.dump.entry(n).module_key for n in free)
-        found = [ops.by_key[k] for k in keys if _module_class(k) is not None
-                 and all(r.name in free for r in ops.by_key[k].rows)]
-        return sorted(found, key=lambda op: op.first)
-
-    t_ops = free_modules(target, result.unmatched_target, skip_target)
-    g_ops = free_modules(golden, result.unmatched_golden, skip_golden)
+    t_ops = _free_api_ops(target, result.unmatched_target, skip_target, kind=_module_class)
+    g_ops = _free_api_ops(golden, result.unmatched_golden, skip_golden, kind=_module_class)
     if not (t_ops and g_ops):
         return []
     anchors = _Anchors.of(golden.dump, target.dump, result.pairs)
-    gaps: dict[int, list[_Op]] = {}
-    for op in t_ops:
-        gaps.setdefault(bisect.bisect_left(anchors.t_idx, op.first), []).append(op)
-    g_firsts = [op.first for op in g_ops]
     found: list[tuple[_Op, _Op]] = []
-    for i, mine in gaps.items():
-        if not 0 < i < len(anchors.t_idx) or len(mine) > _MAX_MODULE_GAP:
-            continue  # only between two paired neighbours
-        lo, hi = anchors.g_idx[i - 1], anchors.g_idx[i]
-        k = bisect.bisect_right(g_firsts, lo)
-        theirs = []
-        while k < len(g_ops) and g_ops[k].first < hi:
-            if g_ops[k].last < hi:
-                theirs.append(g_ops[k])
-            k += 1
+    for mine, theirs in _gap_windows(anchors, t_ops, g_ops, _MAX_MODULE_GAP, inner_only=True):
         if len(theirs) != len(mine):
             continue
         if all(_module_class(g.key) == _module_class(t.key) and _signature(g) is not None

@@ -91,8 +91,13 @@ def norm_slack(dtypes: tuple[str | None, ...], count: int | float | None) -> flo
     ``FP16_NORM_ELEMENTS`` elements: nothing below 65k elements, 2.8 % at 11.7M, what those kernels need."""
     if not count or count != count or count <= FP16_NORM_ELEMENTS:
         return 0.0
+    return norm_slack_rate(dtypes) * float(count)
+
+
+def norm_slack_rate(dtypes: tuple[str | None, ...]) -> float:
+    """:func:`norm_slack` per element (above ``FP16_NORM_ELEMENTS``): one fp16 roundoff per that many, per fp16 side."""
     sides = sum(1 for d in dtypes if budgets.canonical_dtype(d) == "float16")
-    return sides * budgets.unit_roundoff("float16") * float(count) / FP16_NORM_ELEMENTS
+    return sides * budgets.unit_roundoff("float16") / FP16_NORM_ELEMENTS
 
 
 def stat_error(golden: dict[str, float | None] | None, other: dict[str, float | None] | None,
@@ -351,9 +356,8 @@ def measure_and_fingerprint(rows: list[DumpRow], golden: Dump | None, target: Du
         g_dtypes.append(g_e.dtype)
         t_dtype = t_e.dtype
         per = slack_per.get((g_e.dtype, t_dtype))
-        if per is None:  # the Norms' summation error per element (see norm_slack)
-            per = slack_per[(g_e.dtype, t_dtype)] = norm_slack((g_e.dtype, t_dtype), 2 * FP16_NORM_ELEMENTS) / (
-                2 * FP16_NORM_ELEMENTS)
+        if per is None:
+            per = slack_per[(g_e.dtype, t_dtype)] = norm_slack_rate((g_e.dtype, t_dtype))
         slack_rates.append(per)
         key = (t_dtype, d.get("target_dtype"))
         dt = dtypes.get(key, "")
