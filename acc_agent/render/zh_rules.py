@@ -273,14 +273,17 @@ RULES: list[tuple[str, str]] = [
      r"the elements explains; ",
      "单点跳变：{node} 对输入做加减，因此其输出的 Mean 在舍入范围内应等于各输入 Mean 按同样方式加减的结果（{e}），但目标侧记录为 {r}，"
      "是记录的 Mean 与各元素的舍入所能解释的 {x} 倍；"),
-    (r"One localised jump: (?P<node>\S+) returns a softmax's input gradient, which sums to zero along the softmax axis, "
-     r"so its Mean is zero up to a rounding, but the target recorded (?P<r>\S+), (?P<x>\S+)x what the rounding of its "
-     r"elements explains; ",
-     "单点跳变：{node} 返回 softmax 的输入梯度，它沿 softmax 维度求和为零，因此其 Mean 在舍入范围内应为零，但目标侧记录为 {r}，"
-     "是其各元素的舍入所能解释的 {x} 倍；"),
-    (r"^the target's own statistics disagree: the output (?P<name>\S+) is a softmax's input gradient, which sums to "
-     r"zero, but its recorded Mean is (?P<r>\S+), (?P<x>\S+)x what the rounding of its elements explains$",
-     "目标侧自身的统计量相互矛盾：输出 {name} 是 softmax 的输入梯度，求和应为零，但其记录的 Mean 为 {r}，是其各元素的舍入所能解释的 {x} 倍"),
+    (r"One localised jump: (?P<node>\S+) returns (?P<t_zero>a softmax's input gradient, which sums to zero along the "
+     r"softmax axis|a normalisation's input gradient, which sums to zero over what it normalises), so its Mean is zero "
+     r"up to a rounding, but the target recorded (?P<r>\S+), (?P<x>\S+)x what the rounding of its elements explains; ",
+     "单点跳变：{node} 返回{t_zero}，因此其 Mean 在舍入范围内应为零，但目标侧记录为 {r}，是其各元素的舍入所能解释的 {x} 倍；"),
+    (r"^the target's own statistics disagree: the output (?P<name>\S+) is (?P<t_zero>a softmax's input gradient, which "
+     r"sums to zero along the softmax axis|a normalisation's input gradient, which sums to zero over what it "
+     r"normalises), but its recorded Mean is (?P<r>\S+), (?P<x>\S+)x what the rounding of its elements explains$",
+     "目标侧自身的统计量相互矛盾：输出 {name} 是{t_zero}，但其记录的 Mean 为 {r}，是其各元素的舍入所能解释的 {x} 倍"),
+    (r"^a softmax's input gradient, which sums to zero along the softmax axis$", " softmax 的输入梯度，它沿 softmax 维度求和为零"),
+    (r"^a normalisation's input gradient, which sums to zero over what it normalises$",
+     "归一化层的输入梯度，它在所归一化的维度上求和为零"),
     (r"^the target's own statistics disagree: the output (?P<name>\S+)'s Mean is not its inputs' Means combined the "
      r"same way \((?P<r>\S+) recorded, (?P<e>\S+) expected\), (?P<x>\S+)x what the rounding of the recorded Means and of the "
      r"elements explains$",

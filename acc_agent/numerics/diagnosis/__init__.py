@@ -43,6 +43,7 @@ from acc_agent.numerics.diagnosis.judge import judge
 from acc_agent.numerics.diagnosis.localise import Finding, dead_end, final_tensor, find, in_pass
 from acc_agent.numerics.diagnosis.ranks import combine_ranks
 from acc_agent.numerics.diagnosis.recheck import recheck, recheck_extremes
+from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -327,8 +328,8 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                 f"{explain.fmt(t.excess, '.3g')}x what the rounding of the recorded Means and of the elements explains; ")
     elif t.strict == "mean_zero" and t.extreme is not None:
         _, recorded, _ = t.extreme
-        jump = (f"One localised jump: {node.key} returns a softmax's input gradient, which sums to zero along the softmax "
-                f"axis, so its Mean is zero up to a rounding, but the target recorded {explain.fmt(recorded, '.6g')}, "
+        jump = (f"One localised jump: {node.key} returns {zero_sum_gradient(node.key)}, so its Mean is zero up to a "
+                f"rounding, but the target recorded {explain.fmt(recorded, '.6g')}, "
                 f"{explain.fmt(t.excess, '.3g')}x what the rounding of its elements explains; ")
     elif t.strict == "extremes" and t.extreme is not None:
         which, recorded, expected = t.extreme

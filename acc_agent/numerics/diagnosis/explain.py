@@ -17,6 +17,7 @@ from acc_agent.numerics.diagnosis import advice
 from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor
 from acc_agent.numerics.diagnosis.localise import Finding
 from acc_agent.numerics.diagnosis.probes import Probe
+from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
 
 JudgedAgainst = Literal["bench", "dtype_budget"]
 PassWalked = Literal["forward", "backward"]
@@ -155,9 +156,9 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
                 f"same way ({fmt(recorded, '.6g')} recorded, {fmt(expected, '.6g')} expected), {fmt(t.excess, '.3g')}x "
                 "what the rounding of the recorded Means and of the elements explains")
     if t.strict == "mean_zero" and t.extreme is not None:
-        return (f"the target's own statistics disagree: the output {t.name} is a softmax's input gradient, which sums to "
-                f"zero, but its recorded Mean is {fmt(t.extreme[1], '.6g')}, {fmt(t.excess, '.3g')}x what the rounding "
-                "of its elements explains")
+        what = zero_sum_gradient(t.node.key if t.node is not None else t.key)
+        return (f"the target's own statistics disagree: the output {t.name} is {what}, but its recorded Mean is "
+                f"{fmt(t.extreme[1], '.6g')}, {fmt(t.excess, '.3g')}x what the rounding of its elements explains")
     if t.strict == "extremes" and t.extreme is not None:
         which, recorded, expected = t.extreme
         what = "Min is below the function's minimum" if which == "lowest" else f"{which} is not the function of its input's"

@@ -114,7 +114,7 @@ class Tensor:
     # the function of its input's) | "mean_sum" (an add's recorded Mean is not its inputs' Means added)
     strict: str | None = None
     recomputed: float | None = None  # relative L2 residual of that re-computation
-    # | "mean_zero" (a softmax backward's recorded input-gradient Mean is not zero)
+    # | "mean_zero" (a softmax or normalisation backward's recorded input-gradient Mean is not zero)
     # strict "extremes" / "mean_sum" / "mean_zero": (Max | Min | lowest | Mean, recorded, expected)
     extreme: tuple[str, float, float] | None = None
     cancelled: bool = False  # a parameter gradient whose terms cancel to rounding level, judged in absolute terms

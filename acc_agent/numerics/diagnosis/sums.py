@@ -59,6 +59,13 @@ ZERO_SUM_BACKWARD_KEY = re.compile(r"^(?:Functional|Torch|Tensor)\.(?:_?log_soft
 _ROUNDED_OUTPUT = frozenset({"float16", "bfloat16"})
 
 
+def zero_sum_gradient(key: str) -> str:
+    """What a zero-sum backward call returns, in words (for explanations)."""
+    if "softmax" in key:
+        return "a softmax's input gradient, which sums to zero along the softmax axis"
+    return "a normalisation's input gradient, which sums to zero over what it normalises"
+
+
 def zero_sum_excess(t: Tensor) -> tuple[float, str, float, float] | None:
     """How far a softmax/log-softmax backward's input gradient ``t`` has its recorded Mean from zero (> 1: beyond
     rounding): (excess, "Mean", recorded, 0.0); None when not checkable (see the module docstring)."""
