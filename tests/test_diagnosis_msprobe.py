@@ -137,6 +137,8 @@ def test_diagnosis_finds_injected_fault(run: tuple[str, bool], msprobe_cases: di
                             + " or ".join(repr(a) for a in case.accepted_first_ops))
     if case.rank and not _rank_matches((first or {}).get("rank"), case.rank):
         problems.append(f"first_divergence.rank {(first or {}).get('rank')!r}, expected {case.rank!r}")
+    if case.step is not None and (first or {}).get("step") != case.step:
+        problems.append(f"first_divergence.step {(first or {}).get('step')!r}, expected {case.step!r}")
     if case.pass_ and diag.get("pass_walked") != case.pass_:
         problems.append(f"diagnosis.pass_walked {diag.get('pass_walked')!r}, expected {case.pass_!r}")
     if case.argument and not _argument_matches((first or {}).get("argument"), case.argument):

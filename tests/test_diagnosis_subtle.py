@@ -357,3 +357,46 @@ def test_renamed_modules_pair_by_class_shapes_and_place() -> None:
     assert (diag.details.get("pairing_methods") or {}).get("renamed", 0) > 0
     notes = " ".join(diag.details.get("pairing_notes") or [])
     assert "module calls the target names differently" in notes, notes
+
+
+def test_an_activation_no_dumped_call_produced_is_not_called_a_weight() -> None:
+    """An LSTM msprobe's L1 does not record: its output reaches the tanh as an input with no producer. It requires
+    grad like a weight (a training forward), but carries the batch axis: not a checkpoint to compare."""
+    out = _compare("stats_lstm_weight_scaled")
+    assert out.first_divergence is not None and out.first_divergence.argument == "input.0"
+    assert "a tensor no dumped call produced" in (out.first_divergence.reason or "")
+    assert "parameter or buffer" not in (out.first_divergence.reason or "")
+    assert out.diagnosis.next_actions[0].startswith("Find the code that produces input.0 of Torch.tanh.0.forward")
+    _assert_translated(out.first_divergence.reason or "")
+
+
+def test_mixed_precision_training_is_recognised_and_said() -> None:
+    """fp16 autocast with GradScaler: the backward pass is 2^16 times the golden's, the float32 tensors carry fp16
+    error. Both are divided out or allowed, and the judgement note says so (in both languages)."""
+    out = _compare("fp16_autocast_grad_scaler_cnn_clean")
+    assert out.diagnosis.category == "no_layer_fault" and out.verdict == "pass"
+    assert out.diagnosis.details["loss_scale"] == 65536.0
+    assert out.diagnosis.details["autocast_precision"] == "float16"
+    note = out.diagnosis.judgement_note
+    scaled = note[note.index(" The target's backward pass is scaled by 65536 (2^16)"):note.index(" The target mixes")]
+    mixed = note[note.index(" The target mixes float32 with float16 tensors"):]
+    mixed = mixed[:mixed.index("precision too.") + len("precision too.")]
+    _assert_translated(scaled)
+    _assert_translated(mixed)
+
+
+def test_the_earliest_of_several_training_steps_is_named() -> None:
+    out = _compare("stats_two_steps_cnn_conv_scaled")
+    assert out.first_divergence is not None and out.first_divergence.step == 0
+    assert out.first_divergence.rank_key == "step0/rank0"
+    assert [(r.step, r.status) for r in out.diagnosis.ranks] == [(0, "diverges"), (1, "diverges")]
+    assert "A later step starts from weights" in out.diagnosis.explanation
+    _assert_translated(out.diagnosis.explanation[out.diagnosis.explanation.index(" Ranks:"):])
+
+
+def test_an_output_msprobe_records_with_other_shapes_is_left_unjudged() -> None:
+    out = _compare("stats_cnn_channels_last_clean")
+    assert out.diagnosis.category == "no_layer_fault" and out.verdict == "pass"
+    assert out.diagnosis.details["other_shapes_not_judged"] == ["Functional.adaptive_avg_pool2d.0.backward.output.0"]
+    note = out.diagnosis.judgement_note
+    _assert_translated(note[note.index(" 1 output recorded with other element counts"):])

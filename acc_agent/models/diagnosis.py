@@ -47,6 +47,9 @@ class FirstDivergence(Model):
     rank: str | None = Field(default=None, description="Rank folder (e.g. rank1) of a multi-rank dump where the "
                                                        "divergence starts.")
     rank_key: str | None = Field(default=None, description="Full rank key of that folder (e.g. step0/rank1).")
+    step: int | None = Field(default=None, description="Training step (msprobe's step folder) where the divergence "
+                                                       "starts, in a dump of several steps; the earliest diverging "
+                                                       "step is named.")
     enclosing_modules: list[str] = Field(default_factory=list,
                                          description="Modules containing the operator, innermost first.")
 
@@ -55,6 +58,7 @@ class RankFinding(Model):
     """One rank's answer in a multi-rank comparison."""
 
     rank: str
+    step: int | None = Field(default=None, description="msprobe step folder of this dump, when it has one.")
     status: Literal["clean", "diverges", "via_collective", "not_judged"]
     first_divergence: str | None = None
     module: str | None = None

@@ -375,6 +375,20 @@ RULES: list[tuple[str, str]] = [
      r"\(quantisation, lower-precision kernels\) would look the same here: re-run this layer alone in higher precision "
      r"to tell the two apart\.",
      " 它也是第一个进行计算的层，对所有层生效的精度设置（量化、低精度内核）在这里看起来也会一样：单独以更高精度重跑这一层即可区分两者。"),
+    (r" The target's backward pass is scaled by (?P<s>\S+) \(2\^(?P<k>\d+)\): its first gradient is exactly that multiple "
+     r"of the golden's in all four statistics, the loss scaling of mixed-precision training \(torch\.amp\.GradScaler or "
+     r"a static loss scale\)\. Its backward tensors were divided by it before judging\.",
+     " 目标侧的反向整体放大了 {s} 倍（2^{k}）：其第一个梯度的四项统计量都恰好是 golden 的这个倍数，即混合精度训练的损失缩放"
+     "（torch.amp.GradScaler 或静态缩放系数）。其反向张量已先除以该倍数再判定。"),
+    (r" The target mixes float32 with (?P<low>\w+) tensors and the golden holds no (?P=low) tensor \(autocast\): its "
+     r"float32 tensors carry the (?P=low) calls' error, so they were judged at (?P=low) precision too\.",
+     " 目标侧混用 float32 与 {low} 张量，而 golden 没有 {low} 张量（自动混合精度）：其 float32 张量带有 {low} 计算的误差，"
+     "因此也按 {low} 精度判定。"),
+    (r" (?P<n>\d+) outputs? recorded with other element counts on the two sides \((?P<name>[^)]+)\) (?:was|were) not judged: "
+     r"the calls that take (?:it|them) received the golden data, so msprobe recorded another tensor there, not a wrong "
+     r"result\.",
+     " {n} 个输出在两侧记录的元素个数不同（{name}），未参与判定：取用它们的调用收到的是 golden 的数据，说明 msprobe 在此记录的是另一个张量，"
+     "而不是结果出错。"),
     (r" (?P<n>\d+) earlier rows? of this pass fails? msprobe's bar \(cosine < 0\.99 or MaxAbsErr > 1e-3\) and "
      r"(?:were|was) discounted: (?P<t_list>.+?)(?:; see discounted_rows)?\.$",
      " 该方向中较早的 {n} 行未达到 msprobe 的标准（余弦 < 0.99 或 MaxAbsErr > 1e-3），已被排除：{t_list}。"),
@@ -463,8 +477,12 @@ RULES: list[tuple[str, str]] = [
     (r"; (?P<ranks>\S+(?:, \S+)*) only receives? it through a collective \(its own inputs agree\)",
      "；{ranks} 只是通过集合通信收到它（其自身输入一致）"),
     (r"; (?P<ranks>\S+(?:, \S+)*) diverge too \(later or on their own\)", "；{ranks} 也有偏离（更晚或各自独立）"),
-    (r"; clean: (?P<ranks>[^.]+)\.$", "；无问题的 rank：{ranks}。"),
+    (r"; clean: (?P<ranks>[^.]+)\.", "；无问题的 rank：{ranks}。"),
+    (r" A later step starts from weights the earlier step's differing gradients already updated, so its divergence "
+     r"follows from this one and is not a fault of its own\.",
+     " 后面的 step 从已被前一 step 有差异的梯度更新过的权重开始，其偏离由此而来，并非独立的故障。"),
     (r" All (?P<n>\d+) ranks are clean\.", " 全部 {n} 个 rank 均无问题。"),
+    (r" All (?P<n>\d+) step and rank dumps are clean\.", " 全部 {n} 个 step/rank 的 dump 均无问题。"),
 
     # ------------------------------------------------------------------ diagnosis: probes (measured behaviour)
     (r"the target output of (?P<key>\S+) equals the sigmoid-approximated \(quick, x\*sigmoid\(1\.702x\)\) GELU of its "
@@ -674,6 +692,9 @@ RULES: list[tuple[str, str]] = [
      r"\(a scaling or a wrong config value\)", "Max、Min、Mean 和 Norm 都是 golden 的 {x} 倍：很可能每个元素都被乘以同一个常数因子"
      "（缩放或配置值有误）"),
     (r"^statistics differ: (?P<l>.+)$", "统计量不同：{l}"),
+    (r"statistics differ: (?=(?:Max|Min|Mean|Norm) )", "统计量不同："),
+    (r"\b(?P<k>Max|Min|Mean|Norm) (?P<a>-?(?:[\d.]+(?:e[-+]?\d+)?|Inf|NaN)) vs (?P<b>-?(?:[\d.]+(?:e[-+]?\d+)?|Inf|NaN))\b",
+     "{k} 目标侧 {a}、golden 侧 {b}"),
     (r"the same Max and Min, and a Mean and Norm that differ only by the order they were summed in: most likely the "
      r"same values in another arrangement, e\.g\. transposed or permuted \(a layout or checkpoint-conversion error\)",
      "Max 和 Min 相同，Mean 和 Norm 仅因求和顺序不同而有差异：很可能是相同的数值换了排列方式，例如被转置或置换（布局或 "

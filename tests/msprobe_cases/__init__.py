@@ -53,6 +53,7 @@ class Case:
     rank: str | None
     argument: str | None
     description: str
+    step: int | None = None
     also_accept: tuple[str | None, ...] = ()
     measured: dict[str, Any] = field(default_factory=dict)
 
@@ -198,6 +199,7 @@ def _load(spec: CaseSpec, case_dir: Path) -> Case:
         description=doc["description"],
         also_accept=spec.also_accept,
         measured=doc["measured"],
+        step=spec.step,
     )
 
 

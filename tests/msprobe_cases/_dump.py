@@ -43,6 +43,8 @@ class Plan:
     task: str = "tensor"
     summary_mode: str = "statistics"
     risk_level: str | None = None  # "ALL": also dump what msprobe's default level skips (permute, cat, to, ...)
+    steps: int = 1  # training steps dumped (msprobe's step0/, step1/, ...)
+    after_step: Callable[[], None] | None = None  # run between steps with the dump off (an optimizer step)
 
 
 # --------------------------------------------------------------------------- fault helpers
@@ -595,6 +597,121 @@ class ResNet(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         h = self.blocks(F.relu(self.stem(x)))
         return self.fc(F.adaptive_avg_pool2d(h, 1).flatten(1))
+
+
+class ConvBlock(nn.Module):
+    """ResNet basic block: conv3x3-BN-ReLU-conv3x3-BN plus the shortcut (a 1x1 conv + BN where the shape changes)."""
+
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down: nn.Module | None = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        return F.relu(y + (x if self.down is None else self.down(x)))
+
+
+class CNN(nn.Module):
+    """A small ResNet in train mode: stem conv 3->16 + BN + ReLU + max-pool, blocks 16->16, 16->32 (stride 2),
+    32->32, global average pool, linear 32->10. Its convs are Functional.conv2d.0 (stem) to .7; the second conv
+    of the strided block is Functional.conv2d.4."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+        self.layer1 = ConvBlock(16, 16, 1)
+        self.layer2 = ConvBlock(16, 32, 2)
+        self.layer3 = ConvBlock(32, 32, 1)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = F.max_pool2d(F.relu(self.bn(self.stem(x))), 2)
+        x = self.layer3(self.layer2(self.layer1(x)))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+def _cnn(side: str, dtype: torch.dtype, fault: str | None = None, steps: int = 1,
+         channels_last: bool = False, autocast: torch.dtype | None = None, loss_scale: float | None = None) -> Plan:
+    """One cross-entropy training step of ``CNN`` (batch 8 of 3x32x32, SGD between steps); the target runs in
+    ``dtype``, or in float32 under ``torch.autocast(autocast)`` (mixed precision: convs and the linear in that
+    dtype, BatchNorm and the loss in float32) with a ``torch.amp.GradScaler`` starting at ``loss_scale``.
+    Faults: ``conv_sparse`` (Functional.conv2d.4 5 % too large on every 5th element), ``conv_scaled`` (that conv's
+    weight x1.03 from the start)."""
+    torch.manual_seed(0)
+    model = CNN()
+    x = torch.randn(8, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    labels = torch.randint(0, 10, (8,), generator=torch.Generator().manual_seed(3))
+    if side == "target":
+        if fault == "conv_sparse":
+            patch_calls("conv2d", {4}, scaled_on_every(5, 1.05, 1))
+        if fault == "conv_scaled":
+            with torch.no_grad():
+                model.layer2.conv2.weight.mul_(1.03)
+        if channels_last:
+            model = model.to(memory_format=torch.channels_last)
+            x = x.to(memory_format=torch.channels_last)
+        model.to(dtype)
+        x = x.to(dtype)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    amp = autocast if side == "target" else None
+    scaler = torch.amp.GradScaler("cpu", init_scale=loss_scale) if side == "target" and loss_scale else None
+
+    def step() -> None:
+        if amp is None:
+            F.cross_entropy(model(x), labels).backward()
+            return
+        with torch.autocast("cpu", dtype=amp):
+            loss = F.cross_entropy(model(x), labels)
+        (scaler.scale(loss) if scaler is not None else loss).backward()
+
+    def update() -> None:
+        if scaler is not None:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+        opt.zero_grad()
+
+    return Plan(step, steps=steps, after_step=update)
+
+
+class LSTMClassifier(nn.Module):
+    """Embedding 100x32, a 2-layer LSTM 32->48 (torch._VF.lstm: msprobe's L1 does not record it), tanh of the
+    last step, linear 48->5."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(100, 32)
+        self.rnn = nn.LSTM(32, 48, num_layers=2, batch_first=True)
+        self.fc = nn.Linear(48, 5)
+
+    def forward(self, ids: Tensor) -> Tensor:
+        h, _ = self.rnn(self.emb(ids))
+        return self.fc(torch.tanh(h[:, -1]))
+
+
+def _lstm(side: str) -> Plan:
+    """One cross-entropy step of ``LSTMClassifier`` on 4 sequences of 12 token ids; the target's second LSTM layer's
+    recurrent weight is x1.03 (fp32 both sides)."""
+    torch.manual_seed(0)
+    model = LSTMClassifier()
+    ids = torch.randint(0, 100, (4, 12), generator=torch.Generator().manual_seed(1))
+    labels = torch.randint(0, 5, (4,), generator=torch.Generator().manual_seed(2))
+    if side == "target":
+        with torch.no_grad():
+            model.rnn.weight_hh_l1.mul_(1.03)
+
+    def step() -> None:
+        F.cross_entropy(model(ids), labels).backward()
+
+    return Plan(step)
 
 
 def make_half_weight_grad_linear() -> type[torch.autograd.Function]:
@@ -1244,6 +1361,17 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_minilm_query_transposed": lambda side, rank: _statistics(
         _minilm(side, torch.float32, "query_transposed", False)),
     "stats_fp16_inf": lambda side, rank: _statistics(_fp16_inf(side)),
+    "stats_fp16_cnn_clean": lambda side, rank: _statistics(_cnn(side, torch.float16)),
+    "md5_bf16_cnn_clean": lambda side, rank: _md5(_cnn(side, torch.bfloat16)),
+    "fp16_cnn_clean": lambda side, rank: _cnn(side, torch.float16),
+    "bf16_cnn_conv_sparse": lambda side, rank: _cnn(side, torch.bfloat16, "conv_sparse"),
+    "stats_cnn_channels_last_clean": lambda side, rank: _statistics(_cnn(side, torch.float32, channels_last=True)),
+    "stats_two_steps_cnn_conv_scaled": lambda side, rank: _statistics(_cnn(side, torch.float32, "conv_scaled", 2)),
+    "stats_lstm_weight_scaled": lambda side, rank: _statistics(_lstm(side)),
+    "stats_bf16_autocast_cnn_clean": lambda side, rank: _statistics(_cnn(side, torch.float32,
+                                                                         autocast=torch.bfloat16)),
+    "fp16_autocast_grad_scaler_cnn_clean": lambda side, rank: _cnn(side, torch.float32, autocast=torch.float16,
+                                                                   loss_scale=2.0**16),
     "stats_bf16_residual_add_sparse": lambda side, rank: _statistics(
         _llama(side, torch.bfloat16, "residual_add", (2, 8, 64), False)),
 }
@@ -1282,10 +1410,13 @@ def main(argv: list[str]) -> None:
     from msprobe.pytorch import PrecisionDebugger
 
     dbg = PrecisionDebugger(config_path=str(config_path))
-    dbg.start(model=plan.model if plan.level != "L1" else None)
-    plan.step()
-    dbg.stop()
-    dbg.step()
+    for _ in range(plan.steps):
+        dbg.start(model=plan.model if plan.level != "L1" else None)
+        plan.step()
+        dbg.stop()
+        dbg.step()
+        if plan.after_step is not None:
+            plan.after_step()
     dist.barrier()
     dist.destroy_process_group()
 

@@ -50,6 +50,13 @@ class CaseSpec:
     # the argument differs in layout only (a transposed weight in a statistics dump): its statistics agree, so the
     # generator checks that they do and that the call's output differs
     argument_hidden: bool = False
+    step: int | None = None  # the training step named, in a dump of several steps
+    # a clean case's backward tensors may be this many agreement bounds off (see verify._check_everywhere)
+    gradient_bar: float = 4.0
+    # (target key, leaf) pairs msprobe records otherwise on the two sides (other shapes): not checked
+    recorded_otherwise: tuple[tuple[str, str], ...] = ()
+    loss_scale: float = 1.0  # the target's backward pass is this many times the golden's (GradScaler)
+    autocast: str | None = None  # the target computes under autocast in this dtype: its float32 tensors carry it
     clean: bool = False  # no fault: every paired tensor agrees within the precision's noise
     drift: bool = False  # fault everywhere: every linear output differs a little, growing
     extra_notes: tuple[str, ...] = field(default_factory=tuple)
@@ -365,6 +372,55 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
     CaseSpec("stats_two_ranks", "Same models and fault as `two_ranks` (rank 1's gelu adds 1.0 to every 5th "
              "element), dumped with task statistics on both ranks.", "operator_fault", "Functional.gelu.0.forward",
              pass_="forward", rank="rank1", world_size=2, other_rank_first_diff="Distributed.all_reduce.0.forward"),
+    CaseSpec("stats_fp16_cnn_clean", "A small ResNet (stem conv 3->16 + BatchNorm + ReLU + max-pool, basic blocks 16->16, 16->32 with a strided 1x1-conv shortcut, 32->32, global average pool, linear 32->10) in train mode, one cross-entropy step on a batch of 8 3x32x32 images; fp32 golden, fp16 target, no fault, msprobe's default task "
+             "(statistics). ReLU backward masks flip where rounding moved the saved forward input across zero, so the "
+             "incoming conv gradients are about 5 % off elementwise while their Max/Min agree to 0.5 %, and the fp16 "
+             "conv input gradients move their extremes by up to 6 %.",
+             "no_layer_fault", None, clean=True, gradient_bar=40.0),
+    CaseSpec("md5_bf16_cnn_clean", "Same CNN and step as `stats_fp16_cnn_clean`, bf16 target, no fault, task "
+             "statistics with summary_mode md5. BatchNorm's step counter is incremented in place (Tensor.add_): "
+             "msprobe digests its input after the write on one side, so the two digests differ while the one value "
+             "both sides record is the same.",
+             "no_layer_fault", None, clean=True, gradient_bar=40.0),
+    CaseSpec("fp16_cnn_clean", "Same CNN and step as `stats_fp16_cnn_clean`, fp16 target, no fault, L1 tensor. "
+             "The ReLU backwards are beyond what their incoming gradients' error explains (mask flips), but each is "
+             "exactly what it computes from the target's own recorded inputs.",
+             "no_layer_fault", None, clean=True, gradient_bar=40.0),
+    CaseSpec("bf16_cnn_conv_sparse", "Same CNN and step as `stats_fp16_cnn_clean`, bf16 target, L1 tensor, no "
+             "bench. The target's Functional.conv2d.4 (second conv of the strided block) is 5 % too large on every "
+             "5th element: inside one bf16 operator's budget; re-computed in float64 from its own recorded input and "
+             "weight, the conv does not give its output.",
+             "operator_fault", "Functional.conv2d.4.forward", pass_="forward", jump_over_inputs=1.5),
+    CaseSpec("stats_cnn_channels_last_clean", "Same CNN and step as `stats_fp16_cnn_clean`, fp32 both sides, the "
+             "target's model and input in channels-last memory format, no fault, statistics. msprobe records the "
+             "channels-last average pool's input gradient with its incoming gradient's shape [8, 32, 1, 1] instead "
+             "of [8, 32, 8, 8]; the calls that take it receive the golden data.",
+             "no_layer_fault", None, clean=True,
+             recorded_otherwise=(("Functional.adaptive_avg_pool2d.0.backward", "output.0"),)),
+    CaseSpec("stats_two_steps_cnn_conv_scaled", "Same CNN as `stats_fp16_cnn_clean`, fp32 both sides, TWO training "
+             "steps dumped (step0/, step1/; SGD between them), statistics. The target's Functional.conv2d.4 weight is "
+             "x1.03 from the start: step 0 diverges at that conv's weight, and step 1 everywhere (its weights were "
+             "updated from step 0's differing gradients).",
+             "operator_fault", "Functional.conv2d.4.forward", pass_="forward", argument="input.1", step=0),
+    CaseSpec("stats_bf16_autocast_cnn_clean", "Same CNN and step as `stats_fp16_cnn_clean`, fp32 golden; the target "
+             "runs under torch.autocast(bfloat16): its convs and linear compute in bf16, its BatchNorms and loss in "
+             "float32 on bf16-rounded data. No fault, statistics. The float32 BatchNorm bias gradients sum a bf16 "
+             "backward's error over 512 positions each: 10 % off while float32 says 1e-7.",
+             "no_layer_fault", None, clean=True, gradient_bar=40.0, autocast="bfloat16"),
+    CaseSpec("fp16_autocast_grad_scaler_cnn_clean", "Same CNN and step as `stats_fp16_cnn_clean`, fp32 golden; the "
+             "target trains under torch.autocast(float16) with torch.amp.GradScaler (loss scale 2^16), as fp16 "
+             "mixed-precision training does. No fault, L1 tensor. Every gradient the target records is 65536 times "
+             "the golden's (the scaler's multiply is a target-only call); divided by it, the backward pass agrees "
+             "within fp16 rounding.",
+             "no_layer_fault", None, clean=True, gradient_bar=40.0, loss_scale=2.0**16, same_keys=False,
+             autocast="float16"),
+    CaseSpec("stats_lstm_weight_scaled", "Embedding 100x32, a 2-layer LSTM 32->48, tanh of the last step, linear "
+             "48->5; one cross-entropy step on 4 sequences of 12 token ids, fp32 both sides, statistics. The target's "
+             "second LSTM layer's recurrent weight is x1.03. msprobe's L1 does not record the LSTM (torch._VF.lstm), "
+             "so the first recorded call its output reaches is the tanh: the difference enters there through an "
+             "input no dumped call produced (an activation in a training forward: it requires grad like a weight, "
+             "but carries the batch axis).",
+             "operator_fault", "Torch.tanh.0.forward", pass_="forward", argument="input.0"),
 )}
 
 CASE_NAMES: tuple[str, ...] = tuple(SPECS)

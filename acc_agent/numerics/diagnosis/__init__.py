@@ -41,6 +41,13 @@ from acc_agent.numerics.diagnosis.graph import (
 )
 from acc_agent.numerics.diagnosis.judge import judge
 from acc_agent.numerics.diagnosis.localise import Finding, dead_end, final_tensor, find, in_pass
+from acc_agent.numerics.diagnosis.measure import (
+    AUTOCAST,
+    autocast_precision,
+    loss_scale,
+    numel,
+    shapes_differ,
+)
 from acc_agent.numerics.diagnosis.ranks import combine_ranks
 from acc_agent.numerics.diagnosis.recheck import recheck, recheck_extremes
 from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
@@ -59,7 +66,9 @@ FINAL_WITHIN = 0.99
 def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: Dump | None = None,
              precision: str | None = None) -> tuple[FirstDivergence | None, Diagnosis]:
     """First divergence and cause category of one rank's compared rows (rows may get new statuses)."""
-    graph = build(rows, golden, target, bench, precision)
+    autocast = None if precision else autocast_precision(golden, target)
+    scale = loss_scale(golden, target)
+    graph = build(rows, golden, target, bench, precision or autocast, scale or 1.0)
     use_bench = bench is not None and any(t.m.bench_err is not None for t in graph.tensors)
     judge(graph, use_bench)
     compared_by = _compared_by(graph)
@@ -74,6 +83,7 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         recheck_extremes(forward, target)
         if backward and not any(t.beyond for t in forward):
             recheck_extremes(backward, target)
+    incomparable = _incomparable_dead_ends(graph)
     fd, diag = _diagnose_pass(graph, direction, golden, target, use_bench, compared_by)
     if direction == "forward" and diag.category == "no_layer_fault" and rechecking and backward:
         recheck(backward, target, graph)
@@ -86,6 +96,25 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         if diag.category == "no_layer_fault" and judged_backward:
             diag.explanation += (f" The {judged_backward} compared tensors of the backward pass are within "
                                  "precision too.")
+    if scale is not None:
+        diag.details["loss_scale"] = scale
+        diag.judgement_note += (f" The target's backward pass is scaled by {scale:g} (2^{round(math.log2(scale))}): "
+                                "its first gradient is exactly that multiple of the golden's in all four statistics, "
+                                "the loss scaling of mixed-precision training (torch.amp.GradScaler or a static loss "
+                                "scale). Its backward tensors were divided by it before judging.")
+    if autocast is not None:
+        low = autocast[len(AUTOCAST):]
+        diag.details["autocast_precision"] = low
+        diag.judgement_note += (f" The target mixes float32 with {low} tensors and the golden holds no {low} tensor "
+                                f"(autocast): its float32 tensors carry the {low} calls' error, so they were judged at "
+                                f"{low} precision too.")
+    if incomparable:
+        diag.details["other_shapes_not_judged"] = incomparable[:12]
+        diag.judgement_note += (f" {len(incomparable)} output{'s' if len(incomparable) > 1 else ''} recorded with "
+                                f"other element counts on the two sides ({incomparable[0]}) {'were' if len(incomparable) > 1 else 'was'} "
+                                "not judged: the calls that take "
+                                f"{'them' if len(incomparable) > 1 else 'it'} received the golden data, so msprobe "
+                                "recorded another tensor there, not a wrong result.")
     methods: dict[str, int] = {}
     for row in rows:
         method = str(row.pair_method or "exact")
@@ -100,6 +129,23 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         diag.details["cancelled_gradients"] = cancelled
     _set_status(graph, use_bench, fd)
     return fd, diag
+
+
+def _incomparable_dead_ends(graph: Graph) -> list[str]:
+    """Outputs whose golden and target hold different element counts while every call taking them received the
+    golden data: another tensor msprobe recorded (a channels-last average pool's input gradient is recorded with
+    its incoming gradient's shape), not a result that went wrong. They are left unjudged; their names are returned.
+    The same elements in another shape (a tensor stored transposed) stay a mismatch of what was compared, which
+    ``layer_mismatch`` explains with the layout found."""
+    left: list[str] = []
+    for t in graph.tensors:
+        if t.is_input or not t.beyond or t.m.err != math.inf or not shapes_differ(t.row) \
+                or numel(t.row.golden_shape) == numel(t.row.target_shape):
+            continue
+        if dead_end(t, graph) is True:
+            t.excess = math.nan
+            left.append(t.name)
+    return left
 
 
 def _consistency(graph: Graph, fd: FirstDivergence | None, diag: Diagnosis) -> None:

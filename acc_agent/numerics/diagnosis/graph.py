@@ -112,9 +112,11 @@ class Tensor:
     # (bit-identical inputs, the same values moved) | "recomputed" (the call re-computed from the target's
     # own inputs does not give its output; see recheck) | "extremes" (an activation's recorded Max/Min are not
     # the function of its input's) | "mean_sum" (an add's recorded Mean is not its inputs' Means added)
+    # | "mean_zero" (a softmax or normalisation backward's recorded input-gradient Mean is not zero)
     strict: str | None = None
     recomputed: float | None = None  # relative L2 residual of that re-computation
-    # | "mean_zero" (a softmax or normalisation backward's recorded input-gradient Mean is not zero)
+    # beyond the flow rule, but re-computed from the target's own recorded inputs it matches (see recheck._clears)
+    explained_by_inputs: bool = False
     # strict "extremes" / "mean_sum" / "mean_zero": (Max | Min | lowest | Mean, recorded, expected)
     extreme: tuple[str, float, float] | None = None
     cancelled: bool = False  # a parameter gradient whose terms cancel to rounding level, judged in absolute terms
@@ -214,10 +216,10 @@ def _key_role(name: str, e: DumpEntry | None) -> tuple[str, str]:
 
 
 def build(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: Dump | None,
-          precision: str | None) -> Graph:
+          precision: str | None, grad_scale: float = 1.0) -> Graph:
     tensors: list[Tensor] = []
     nodes: dict[str, Node] = {}
-    measured, bulk_prints = measure_and_fingerprint(rows, golden, target, bench, precision)
+    measured, bulk_prints = measure_and_fingerprint(rows, golden, target, bench, precision, grad_scale)
     exclude_fills(rows, measured, golden, target)
     t_by = target.by_name if target is not None else {}
     get_entry, get_node, append = t_by.get, nodes.get, tensors.append
@@ -402,6 +404,9 @@ def _classify_leaves(graph: Graph, golden: Dump | None, golden_prints: dict[int,
     numels: dict[int, tuple[object, int | None]] = {}
     data_prints = {d: _fingerprint(entry(golden, t.row.__dict__.get("golden_name") or t.name), numels)
                    for d, t in first_input.items()}
+    data_in = first_input.get("forward")
+    data_shape = (data_in.row.golden_shape or data_in.row.target_shape) if data_in is not None else None
+    batch = data_shape[0] if data_shape else None
     for t in graph.tensors:
         if t.producer is not None or not (t.role == "input" or t.role == "parameters"):
             continue
@@ -413,10 +418,18 @@ def _classify_leaves(graph: Graph, golden: Dump | None, golden_prints: dict[int,
             t.leaf = "parameter"
         elif _is_int(g, t):
             t.leaf = "mask"
-        elif t.direction == "forward" and g is not None and g.requires_grad is True:
+        elif t.direction == "forward" and g is not None and g.requires_grad is True and not _batched(t, batch):
+            # in a training forward every activation requires grad too: one that carries the network input's batch
+            # axis was computed by calls msprobe did not dump (an LSTM through torch._VF), not loaded
             t.leaf = "parameter"
         else:
             t.leaf = "other"
+
+
+def _batched(t: Tensor, batch: int | None) -> bool:
+    """Whether ``t`` has two or more axes and the network input's leading (batch) size first."""
+    shape = t.row.golden_shape or t.row.target_shape
+    return batch is not None and batch > 1 and shape is not None and len(shape) >= 2 and shape[0] == batch
 
 
 def _is_param_arg(t: Tensor) -> bool:

@@ -173,25 +173,115 @@ def _golden_norm(row: DumpRow, g_entry: DumpEntry | None, golden: Dump | None) -
         return None
 
 
+#: ``precision`` value meaning "no precision given; the target computes under autocast in this dtype" (see
+#: :func:`autocast_precision`): float rows are judged at it, integer rows stay exact.
+AUTOCAST = "autocast:"
+
+
 def row_dtype(row: DumpRow, t_entry: DumpEntry | None, precision: str | None) -> str | None:
-    """The dtype whose rounding the row is judged by: the user's precision, else the least precise side."""
-    if precision:
+    """The dtype whose rounding the row is judged by: the user's precision, else the least precise side (and the
+    autocast dtype, for a float row of a target that computes under autocast)."""
+    autocast = None
+    if precision and precision.startswith(AUTOCAST):
+        autocast = precision[len(AUTOCAST):]
+    elif precision:
         return PRECISION_NAMES.get(precision, precision)
     declared = t_entry.dtype if t_entry is not None else None
     stored = row.target_dtype
     if budgets.is_float(declared) or budgets.is_float(stored):
-        return budgets.lowest_precision(declared, stored)
+        return budgets.lowest_precision(declared, stored, autocast)
     return budgets.canonical_dtype(declared or stored)
 
 
+#: A loss scale is a power of two at least this large (GradScaler starts at 2**16; static scales are 128 to 2**15):
+#: an exact factor of 2 or 4 on a gradient is as likely a wrong backward kernel.
+MIN_LOSS_SCALE = 8.0
+#: The four statistics of the backward pass's first gradient agree with the scale to this relative error.
+LOSS_SCALE_FIT = 2.0**-6
+
+
+def is_backward(name: str) -> bool:
+    """Whether a row belongs to the backward pass (a ``.backward`` call or a parameter gradient)."""
+    return ".backward" in name or "parameters_grad" in name
+
+
+def loss_scale(golden: Dump | None, target: Dump | None) -> float | None:
+    """The factor the target's backward pass is scaled by, when it is a loss scale: the first recorded gradient
+    (the loss's own, or the first backward call's incoming one) is a power of two of at least ``MIN_LOSS_SCALE``
+    times the golden's in all four statistics. Mixed-precision training multiplies the loss by it before
+    ``backward()`` (``torch.amp.GradScaler``, a static loss scale) so that fp16 gradients do not underflow; every
+    gradient msprobe records carries it, the optimizer divides it out later."""
+    if golden is None or target is None:
+        return None
+    # the first gradient both runs recorded (the scaling multiply itself is a target-only call)
+    g_by = golden.by_name
+    first = next((e for e in target.entries if is_backward(e.name) and e.role == "input" and e.stats
+                  and e.name in g_by and g_by[e.name].stats), None)
+    if first is None:
+        return None
+    g = g_by[first.name]
+    ratios = []
+    for key in STAT_KEYS:
+        gv, tv = g.stats.get(key), first.stats.get(key)
+        if gv is None or tv is None or not math.isfinite(gv) or not math.isfinite(tv):
+            return None
+        if gv == 0.0:
+            if tv != 0.0:
+                return None
+            continue
+        ratios.append(tv / gv)
+    if not ratios or ratios[0] <= 0:
+        return None
+    scale = 2.0 ** round(math.log2(ratios[0]))
+    if scale < MIN_LOSS_SCALE or any(abs(r / scale - 1.0) > LOSS_SCALE_FIT for r in ratios):
+        return None
+    return scale
+
+
+def unscaled_error(row: DumpRow, scale: float, golden_norm: float | None, target_norm: float | None
+                   ) -> float | None:
+    """Relative L2 error of ``target / scale`` against the golden, from a tensor row's cosine and the two norms:
+    ||t/s - g||^2 = (||t||/s)^2 - 2 cos ||t|| ||g|| / s + ||g||^2 (no tensor is loaded again)."""
+    cos = row.__dict__.get("cosine_exact")
+    cos = row.cosine if cos is None else cos
+    if cos is None or golden_norm is None or target_norm is None or not golden_norm > 0:
+        return None
+    t = target_norm / scale
+    sq = t * t - 2.0 * float(cos) * t * golden_norm + golden_norm * golden_norm
+    return math.sqrt(max(sq, 0.0)) / golden_norm
+
+
+def autocast_precision(golden: Dump | None, target: Dump | None) -> str | None:
+    """``AUTOCAST`` + the low-precision dtype when the target mixes float32 with bf16/fp16 tensors and the golden
+    holds no bf16/fp16 tensor: an autocast (AMP) target. Its float32 tensors (BatchNorm, softmax, losses) carry the
+    low-precision calls' error into everything after them, so they are judged at that precision too."""
+    if target is None:
+        return None
+    t_floats = {budgets.canonical_dtype(d) for d in {e.dtype for e in target.entries} if budgets.is_float(d)}
+    low = t_floats - {"float32", "float64"}
+    if not low or "float32" not in t_floats:
+        return None
+    if golden is not None:
+        g_floats = {budgets.canonical_dtype(d) for d in {e.dtype for e in golden.entries} if budgets.is_float(d)}
+        if g_floats - {"float32", "float64"}:
+            return None
+    lowest = budgets.lowest_precision(*low)
+    return AUTOCAST + lowest if lowest else None
+
+
 def measure_row(row: DumpRow, golden: Dump | None, target: Dump | None, bench: Dump | None,
-                precision: str | None) -> Measured:
+                precision: str | None, grad_scale: float = 1.0) -> Measured:
+    """One row's error (``grad_scale``: the target's loss scale, divided out of its backward rows)."""
     g_entry = entry(golden, row.golden_name or row.name)
     t_entry = entry(target, row.name)
     b_entry = entry(bench, row.golden_name or row.name) or entry(bench, row.name)
     dtype = row_dtype(row, t_entry, precision)
     g_stats = g_entry.stats if g_entry is not None else None
     t_stats = t_entry.stats if t_entry is not None else None
+    scaled = grad_scale != 1.0 and is_backward(row.name)
+    if scaled and t_stats:
+        t_stats = {k: (v / grad_scale if isinstance(v, float | int) and not isinstance(v, bool) else v)
+                   for k, v in t_stats.items()}
     count = numel((g_entry.shape if g_entry is not None else None) or row.golden_shape)
     data = _has_tensor_metrics(row)  # the data itself was compared: its Inf/NaN counts are the truth
     t_bad = bool(row.target_nan or row.target_inf) or (not data and stats_nonfinite(t_stats))
@@ -203,8 +293,15 @@ def measure_row(row: DumpRow, golden: Dump | None, target: Dump | None, bench: D
     t_md5 = getattr(t_entry, "md5", None)
     slack = norm_slack((g_entry.dtype if g_entry is not None else None,
                         t_entry.dtype if t_entry is not None else None), count)
+    if scaled:
+        g_md5 = t_md5 = None  # the scaled bytes never match: the statistics decide
     m = _measure(row, golden, g_entry, t_entry, b_entry, bench, dtype, g_stats, t_stats, count, t_bad, g_bad,
                  g_md5, t_md5, slack)
+    if scaled and m.measure == "tensor" and _has_tensor_metrics(row):
+        unscaled = unscaled_error(row, grad_scale, _golden_norm(row, g_entry, golden),
+                                  t_entry.stats.get("Norm") if t_entry is not None else None)
+        if unscaled is not None:
+            m.err = unscaled
     m.norm_err = _norm_err(g_stats, t_stats, slack)
     return m
 
@@ -236,10 +333,10 @@ def _measure(row: DumpRow, golden: Dump | None, g_entry: DumpEntry | None, t_ent
         bench_err = tensor_error(row.bench, _golden_norm(row, g_entry, golden)) if row.bench is not None else None
         return Measured(err, bench_err, "tensor", t_bad, g_bad, dtype)
     unreadable = row.status == "error" and any(str(v).startswith(UNREADABLE_PREFIX) for v in row.na_reasons.values())
-    if unreadable and not _shapes_differ(row) and not (g_stats and t_stats):
+    if unreadable and not shapes_differ(row) and not (g_stats and t_stats):
         # a file that could not be read says nothing about the numbers: not judged (the row keeps its error)
         return Measured(None, None, "none", t_bad, g_bad, dtype)
-    if _shapes_differ(row) or (row.status == "error" and row.na_reasons and not (g_stats and t_stats)):
+    if shapes_differ(row) or (row.status == "error" and row.na_reasons and not (g_stats and t_stats)):
         # both tensors exist but are not comparable (shape unmatched, NaN/Inf at other positions)
         return Measured(math.inf, None, "tensor", t_bad, g_bad, dtype)
     if g_md5 is not None and t_md5 is not None and g_md5 == t_md5:
@@ -256,6 +353,11 @@ def _measure(row: DumpRow, golden: Dump | None, g_entry: DumpEntry | None, t_ent
             return Measured(math.inf, None, "statistics", t_bad, g_bad, dtype)
         return Measured(None, None, "none", t_bad, g_bad, dtype)
     reordered = False
+    if err == 0.0 and g_md5 is not None and t_md5 is not None and same_dtype and _constant(g_stats) \
+            and _constant(t_stats):
+        # every element holds the one value both sides print: the bytes are equal, whatever the digests say (an
+        # in-place call's input digested after its write, as msprobe does for BatchNorm's step counter)
+        return Measured(0.0, None, "statistics", t_bad, g_bad, dtype)
     if err == 0.0 and g_md5 is not None and t_md5 is not None and same_dtype and not budgets.is_float(dtype):
         return Measured(math.inf, None, "md5", t_bad, g_bad, dtype, True)
     if err == 0.0 and g_md5 is not None and t_md5 is not None:
@@ -268,7 +370,15 @@ def _measure(row: DumpRow, golden: Dump | None, g_entry: DumpEntry | None, t_ent
                     t_bad, g_bad, dtype, reordered)
 
 
-def _shapes_differ(row: DumpRow) -> bool:
+def _constant(stats: dict[str, float | None] | None) -> bool:
+    """Whether the statistics show one value in every element (Max equal to Min, both finite)."""
+    if not stats:
+        return False
+    mx, mn = stats.get("Max"), stats.get("Min")
+    return mx is not None and mx == mn and math.isfinite(mx)
+
+
+def shapes_differ(row: DumpRow) -> bool:
     """Both shapes known and different after squeezing (msprobe's "shape unmatched")."""
     if row.golden_shape is None or row.target_shape is None:
         return False
@@ -291,7 +401,8 @@ def measure_rows(rows: list[DumpRow], golden: Dump | None, target: Dump | None, 
 
 
 def measure_and_fingerprint(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: Dump | None,
-                            precision: str | None) -> tuple[list[Measured], list[Fingerprint | None]]:
+                            precision: str | None, grad_scale: float = 1.0
+                            ) -> tuple[list[Measured], list[Fingerprint | None]]:
     """Every row's :class:`Measured`, and the golden entry's fingerprint where the bulk pass had it at hand.
 
     msprobe's default dumps give ~300k statistics rows; one Python pass gathers their numbers and
@@ -332,8 +443,8 @@ def measure_and_fingerprint(rows: list[DumpRow], golden: Dump | None, target: Du
         if (status == "unmatched" or status == "error" or g_e is None or t_e is None
                 or (g_e.dtype != t_e.dtype and other_representation(g_e.dtype, t_e.dtype))
                 or d.get("euc_dist") is not None or d.get("cosine") is not None
-                or (g_shape != t_shape and _shapes_differ(row))):
-            out[i] = measure_row(row, golden, target, bench, precision)
+                or (g_shape != t_shape and shapes_differ(row))):
+            out[i] = measure_row(row, golden, target, bench, precision, grad_scale)
             continue
         idx.append(i)
         g_stats.append(g_e.stats)
@@ -369,6 +480,11 @@ def measure_and_fingerprint(rows: list[DumpRow], golden: Dump | None, target: Du
     if idx:
         g_arr, g_plain = _stat_columns(g_stats)
         t_arr, _ = _stat_columns(t_stats)
+        if grad_scale != 1.0:
+            backward = np.array([is_backward(rows[i].name) for i in idx], dtype=bool)
+            t_arr[:, backward] /= grad_scale
+            for j in np.flatnonzero(backward).tolist():
+                md5[j] = None  # the scaled bytes never match: the statistics decide
         b_arr = _stat_array(b_rows) if b_by is not None else None
         n_arr = np.array(numels, dtype=np.float64)
         with np.errstate(all="ignore"):
@@ -395,11 +511,12 @@ def measure_and_fingerprint(rows: list[DumpRow], golden: Dump | None, target: Du
         bench_errs = bench_err.tolist() if bench_err is not None else None
         # a NaN Max or Min reads like a missing one in the columns (None becomes NaN there): a tensor holding NaN
         # (msprobe's torch.max of it) is measured row by row, where NaN and None are told apart
+        constant = ((g_arr[0] == g_arr[1]) & (t_arr[0] == t_arr[1]) & np.isfinite(g_arr[0])).tolist()
         odd = set(np.nonzero(np.isnan(g_arr[0]) | np.isnan(g_arr[1]) | np.isnan(t_arr[0]) | np.isnan(t_arr[1]))[0]
                   .tolist())
         for j, i in enumerate(idx):
             if j in odd:
-                out[i] = measure_row(rows[i], golden, target, bench, precision)
+                out[i] = measure_row(rows[i], golden, target, bench, precision, grad_scale)
                 prints[i] = None
                 continue
             e = errs[j]
@@ -411,8 +528,9 @@ def measure_and_fingerprint(rows: list[DumpRow], golden: Dump | None, target: Du
             if digests is not None and digests[0] is not None and digests[1] is not None:
                 g_md5, t_md5, same_dtype = digests
                 kind = "md5"
-                if g_md5 == t_md5:
-                    value = 0.0
+                if g_md5 == t_md5 or (value == 0.0 and same_dtype and constant[j]):
+                    value = 0.0  # equal digests, or one value in every element on both sides (see _measure)
+                    kind = "md5" if g_md5 == t_md5 else "statistics"
                 elif same_dtype and not budgets.is_float(dtype) and (value is None or value == 0.0):
                     value, reordered = math.inf, True
                 elif value == 0.0:

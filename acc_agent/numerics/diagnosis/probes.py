@@ -255,7 +255,69 @@ def _recompute_linear(t: Args, name: str) -> tuple[FloatArray, FloatArray] | Non
     return None
 
 
+def _conv_pair(t: Args, position: str, keyword: str, default: int) -> tuple[int, int] | None:
+    """A conv2d's stride/padding/dilation as msprobe records it: a 2-list (``3.0``, ``3.1``) or one int."""
+    for key in (position, keyword):
+        one = t.scalar(key)
+        if one is not None:
+            n = as_number(one)
+            return (int(n), int(n)) if n is not None and n == int(n) else None
+        first, second = as_number(t.scalar(f"{key}.0")), as_number(t.scalar(f"{key}.1"))
+        if first is not None and second is not None:
+            return (int(first), int(second)) if first == int(first) and second == int(second) else None
+    return (default, default)
+
+
+#: Multiply-adds a conv re-computation may take; more and the batch is sampled down to fit.
+_CONV_MACS = 1 << 26
+
+
+def _recompute_conv(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
+    """A conv2d in float64 from its recorded input, weight, bias, stride, padding, dilation and groups (only
+    explicit integer paddings: a "same"/"valid" string is left out)."""
+    api = name.split(".")[1] if "." in name else name
+    if api != "conv2d":
+        return None
+    x, w, y = t.tensor("0", "input"), t.tensor("1", "weight"), t.output()
+    if x is None or w is None or y is None or w.ndim != 4:
+        return None
+    if x.ndim == 3:  # an unbatched call
+        x, y = x[None], y[None]
+    b = t.tensor("2", "bias")
+    stride, padding, dilation = _conv_pair(t, "3", "stride", 1), _conv_pair(t, "4", "padding", 0), \
+        _conv_pair(t, "5", "dilation", 1)
+    groups = as_number(t.scalar("6", "groups"))
+    groups_n = 1 if groups is None else int(groups)
+    if stride is None or padding is None or dilation is None or x.ndim != 4 or y.ndim != 4 or groups_n < 1:
+        return None
+    n, c, _, _ = x.shape
+    out_c, c_group, kh, kw = w.shape
+    if c != c_group * groups_n or out_c % groups_n or y.shape[:2] != (n, out_c):
+        return None
+    macs_per_sample = y[0].size * c_group * kh * kw
+    keep = max(1, min(n, _CONV_MACS // max(macs_per_sample, 1)))
+    idx = np.unique(np.linspace(0, n - 1, keep).astype(np.int64))
+    x, y = x[idx], y[idx]
+    xp = np.pad(x, ((0, 0), (0, 0), (padding[0], padding[0]), (padding[1], padding[1])))
+    span = (dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1)
+    if xp.shape[2] < span[0] or xp.shape[3] < span[1]:
+        return None
+    windows = np.lib.stride_tricks.sliding_window_view(xp, span, axis=(2, 3))
+    windows = windows[:, :, ::stride[0], ::stride[1], ::dilation[0], ::dilation[1]]
+    if windows.shape[2:4] != y.shape[2:]:
+        return None
+    per_out = out_c // groups_n
+    out = np.concatenate([np.einsum("nchwij,ocij->nohw", windows[:, g * c_group:(g + 1) * c_group],
+                                    w[g * per_out:(g + 1) * per_out], optimize=True) for g in range(groups_n)], axis=1)
+    if b is not None:
+        if b.shape != (out_c,):
+            return None
+        out = out + b[None, :, None, None]
+    return y, out
+
+
 _RECOMPUTE: dict[str, Callable[[Args, str], tuple[FloatArray, FloatArray] | None]] = {
+    "conv": _recompute_conv,
     "activation": _recompute_activation,
     "layer_norm": _recompute_norm,
     "softmax": _recompute_softmax,

@@ -8,6 +8,7 @@ multi-rank first-diff analysis has the same idea along the communication graph).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, RankFinding
@@ -29,6 +30,20 @@ def rank_name(key: str) -> str:
     return key.rsplit("/", 1)[-1] if key else key
 
 
+_STEP_KEY = re.compile(r"step(\d+)(?:/|$)")
+
+
+def step_of(key: str) -> int | None:
+    """``step3/rank1`` -> 3; None for a key without a step folder."""
+    m = _STEP_KEY.match(key)
+    return int(m.group(1)) if m else None
+
+
+def _label(key: str, several_steps: bool) -> str:
+    """How a rank dump is named to the reader: its rank, with its step where the dump holds several steps."""
+    return key if several_steps and step_of(key) is not None else rank_name(key)
+
+
 def _via_collective(fd: FirstDivergence | None) -> bool:
     if fd is None or fd.module is None:
         return False
@@ -36,12 +51,18 @@ def _via_collective(fd: FirstDivergence | None) -> bool:
 
 
 def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Diagnosis]:
-    """One answer for all ranks: the rank at fault named, the clean ones listed."""
+    """One answer for all ranks: the rank at fault named, the clean ones listed.
+
+    A dump of several training steps (``step0/…``, ``step1/…``) is judged in time order: a later
+    step starts from weights that the earlier step's differing gradients already updated, so it
+    diverges as a consequence and the earliest diverging step is the one named."""
     if len(results) == 1:
         r = results[0]
         if r.first_divergence is not None and r.key:
             r.first_divergence.rank, r.first_divergence.rank_key = rank_name(r.key), r.key
+            r.first_divergence.step = step_of(r.key)
         return r.first_divergence, r.diagnosis
+    several_steps = len({step_of(r.key) for r in results}) > 1
     findings: list[RankFinding] = []
     for r in results:
         fd = r.first_divergence
@@ -53,11 +74,12 @@ def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Di
             status = "via_collective"
         else:
             status = "diverges"
-        findings.append(RankFinding(rank=rank_name(r.key), status=status,  # type: ignore[arg-type]
+        findings.append(RankFinding(rank=rank_name(r.key), step=step_of(r.key), status=status,  # type: ignore[arg-type]
                                     first_divergence=fd.name if fd else None, module=fd.module if fd else None,
                                     category=r.diagnosis.category, position=fd.index if fd else None))
     order = sorted(range(len(results)), key=lambda i: (
         {"diverges": 0, "via_collective": 1, "clean": 2, "not_judged": 3}[findings[i].status],
+        step_of(results[i].key) or 0,
         0 if results[i].diagnosis.pass_walked == "forward" else 1,
         _SEVERITY.get(results[i].diagnosis.category, 5) if results[i].first_divergence is None else 0,
         findings[i].position if findings[i].position is not None else 1 << 60,
@@ -66,20 +88,29 @@ def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Di
     fd, diag = pick.first_divergence, pick.diagnosis.model_copy(deep=True)
     if fd is not None:
         fd = fd.model_copy(deep=True)
-        fd.rank, fd.rank_key = rank_name(pick.key), pick.key
-    clean = [f.rank for f in findings if f.status == "clean"]
-    received = [f.rank for f in findings if f.status == "via_collective"]
-    others = [f.rank for f, r in zip(findings, results, strict=True) if f.status == "diverges" and r is not pick]
+        fd.rank, fd.rank_key, fd.step = rank_name(pick.key), pick.key, step_of(pick.key)
+    labels = [_label(r.key, several_steps) for r in results]
+    clean = [lab for lab, f in zip(labels, findings, strict=True) if f.status == "clean"]
+    received = [lab for lab, f in zip(labels, findings, strict=True) if f.status == "via_collective"]
+    others = [lab for lab, f, r in zip(labels, findings, results, strict=True)
+              if f.status == "diverges" and r is not pick]
+    pick_step = step_of(pick.key) or 0
+    later_steps = several_steps and any((step_of(r.key) or 0) > pick_step for f, r in zip(findings, results, strict=True)
+                                        if f.status in ("diverges", "via_collective"))
     if fd is not None:
-        text = f" Ranks: the divergence starts on {rank_name(pick.key)}"
+        text = f" Ranks: the divergence starts on {_label(pick.key, several_steps)}"
         if received:
             verb = "receives" if len(received) == 1 else "receive"
             text += f"; {', '.join(received)} only {verb} it through a collective (its own inputs agree)"
         if others:
             text += f"; {', '.join(others)} diverge too (later or on their own)"
         text += f"; clean: {', '.join(clean) if clean else 'none'}."
+        if later_steps:
+            text += (" A later step starts from weights the earlier step's differing gradients already updated, so its "
+                     "divergence follows from this one and is not a fault of its own.")
         diag.explanation += text
     elif len(clean) == len(findings):
-        diag.explanation += f" All {len(findings)} ranks are clean."
+        diag.explanation += (f" All {len(findings)} step and rank dumps are clean." if several_steps
+                             else f" All {len(findings)} ranks are clean.")
     diag.ranks = findings
     return fd, diag
