@@ -244,10 +244,15 @@ def _entries(*specs: tuple[str, str, str, dict[str, float] | None]) -> Any:
 def test_an_autocast_target_is_judged_at_its_low_precision() -> None:
     golden = _entries(("Functional.conv2d.0.forward.output.0", "output", "float32", None),
                       ("Functional.batch_norm.0.forward.output.0", "output", "float32", None))
-    amp = _entries(("Functional.conv2d.0.forward.output.0", "output", "bfloat16", None),
+    amp = _entries(*[(f"Functional.conv2d.{i}.forward.{arg}", arg.split(".")[0], "bfloat16", None)
+                     for i in range(2) for arg in ("input.0", "input.1", "output.0")],
                    ("Functional.batch_norm.0.forward.output.0", "output", "float32", None),
                    ("Tensor.add_.0.forward.input.0", "input", "int64", None))
     assert measure.autocast_precision(golden, amp) == measure.AUTOCAST + "bfloat16"
+    # one odd float16 tensor in a float32 dump is no autocast
+    odd = _entries(("Functional.linear.0.forward.output.0", "output", "float16", None),
+                   ("Functional.gelu.0.forward.output.0", "output", "float32", None))
+    assert measure.autocast_precision(golden, odd) is None
     # a model cast to bf16 throughout, or a golden that is low precision too: nothing to infer
     assert measure.autocast_precision(golden, _entries(("a.output.0", "output", "bfloat16", None))) is None
     assert measure.autocast_precision(amp, amp) is None
@@ -277,6 +282,12 @@ def test_a_power_of_two_on_the_first_gradient_is_a_loss_scale() -> None:
     assert measure.loss_scale(*_grad_dumps(2.0)) is None, "x2 is as likely a wrong backward"
     assert measure.loss_scale(*_grad_dumps(1000.0)) is None, "not a power of two"
     assert measure.loss_scale(*_grad_dumps(1.0)) is None
+    golden, target = _grad_dumps(32.0)
+    assert measure.loss_scale(golden, target) == 32.0
+    # the loss itself 32x larger (summed where the golden averages over a batch of 32): a real difference
+    target.by_name["Functional.cross_entropy.0.forward.output.0"].stats = {"Max": 32.0, "Min": 32.0, "Mean": 32.0,
+                                                                        "Norm": 32.0}
+    assert measure.loss_scale(golden, target) is None
 
 
 def test_the_unscaled_error_follows_from_the_cosine_and_the_norms() -> None:

@@ -377,9 +377,11 @@ RULES: list[tuple[str, str]] = [
      " 它也是第一个进行计算的层，对所有层生效的精度设置（量化、低精度内核）在这里看起来也会一样：单独以更高精度重跑这一层即可区分两者。"),
     (r" The target's backward pass is scaled by (?P<s>\S+) \(2\^(?P<k>\d+)\): its first gradient is exactly that multiple "
      r"of the golden's in all four statistics, the loss scaling of mixed-precision training \(torch\.amp\.GradScaler or "
-     r"a static loss scale\)\. Its backward tensors were divided by it before judging\.",
+     r"a static loss scale\)\. Its backward tensors were divided by it before judging; if the target uses no loss "
+     r"scaling, that factor is the difference itself\.",
      " 目标侧的反向整体放大了 {s} 倍（2^{k}）：其第一个梯度的四项统计量都恰好是 golden 的这个倍数，即混合精度训练的损失缩放"
-     "（torch.amp.GradScaler 或静态缩放系数）。其反向张量已先除以该倍数再判定。"),
+     "（torch.amp.GradScaler 或静态缩放系数）。其反向张量已先除以该倍数再判定；若目标侧并未使用损失缩放，"
+     "这个倍数本身就是差异所在。"),
     (r" The target mixes float32 with (?P<low>\w+) tensors and the golden holds no (?P=low) tensor \(autocast\): its "
      r"float32 tensors carry the (?P=low) calls' error, so they were judged at (?P=low) precision too\.",
      " 目标侧混用 float32 与 {low} 张量，而 golden 没有 {low} 张量（自动混合精度）：其 float32 张量带有 {low} 计算的误差，"

@@ -101,7 +101,8 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         diag.judgement_note += (f" The target's backward pass is scaled by {scale:g} (2^{round(math.log2(scale))}): "
                                 "its first gradient is exactly that multiple of the golden's in all four statistics, "
                                 "the loss scaling of mixed-precision training (torch.amp.GradScaler or a static loss "
-                                "scale). Its backward tensors were divided by it before judging.")
+                                "scale). Its backward tensors were divided by it before judging; if the target "
+                                "uses no loss scaling, that factor is the difference itself.")
     if autocast is not None:
         low = autocast[len(AUTOCAST):]
         diag.details["autocast_precision"] = low

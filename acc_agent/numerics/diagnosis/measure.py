@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections import Counter
 from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import TYPE_CHECKING, cast
@@ -173,6 +174,10 @@ def _golden_norm(row: DumpRow, g_entry: DumpEntry | None, golden: Dump | None) -
         return None
 
 
+#: Share of a dump's float tensors in bf16/fp16 for an autocast target: its convs and GEMMs (and their gradients).
+AUTOCAST_SHARE = 0.1
+#: ... and at least this many of them (a GEMM's input, weight and output each).
+AUTOCAST_MIN = 4
 #: ``precision`` value meaning "no precision given; the target computes under autocast in this dtype" (see
 #: :func:`autocast_precision`): float rows are judged at it, integer rows stay exact.
 AUTOCAST = "autocast:"
@@ -220,6 +225,14 @@ def loss_scale(golden: Dump | None, target: Dump | None) -> float | None:
     if first is None:
         return None
     g = g_by[first.name]
+    # a loss the forward pass already computed that many times larger (summed where the golden averages) is a real
+    # difference, not a scale applied to it afterwards
+    call = first.name.split(".backward", 1)[0]
+    g_out, t_out = g_by.get(call + ".forward.output.0"), target.by_name.get(call + ".forward.output.0")
+    if g_out is not None and t_out is not None:
+        gn, tn = g_out.stats.get("Norm"), t_out.stats.get("Norm")
+        if gn is not None and tn is not None and gn > 0 and abs(tn / gn - 1.0) > LOSS_SCALE_FIT:
+            return None
     ratios = []
     for key in STAT_KEYS:
         gv, tv = g.stats.get(key), first.stats.get(key)
@@ -257,9 +270,15 @@ def autocast_precision(golden: Dump | None, target: Dump | None) -> str | None:
     low-precision calls' error into everything after them, so they are judged at that precision too."""
     if target is None:
         return None
-    t_floats = {budgets.canonical_dtype(d) for d in {e.dtype for e in target.entries} if budgets.is_float(d)}
-    low = t_floats - {"float32", "float64"}
-    if not low or "float32" not in t_floats:
+    counts = Counter(e.dtype for e in target.entries)
+    floats = Counter({budgets.canonical_dtype(d): 0 for d in counts if budgets.is_float(d)})
+    for d, n in counts.items():
+        if budgets.is_float(d):
+            floats[budgets.canonical_dtype(d)] += n
+    low = {d for d in floats if d not in ("float32", "float64")}
+    n_low = sum(floats[d] for d in low)
+    # autocast computes every GEMM and conv in the low precision: a share of the dump, not one odd tensor
+    if not low or not floats.get("float32") or n_low < max(AUTOCAST_MIN, AUTOCAST_SHARE * sum(floats.values())):
         return None
     if golden is not None:
         g_floats = {budgets.canonical_dtype(d) for d in {e.dtype for e in golden.entries} if budgets.is_float(d)}
