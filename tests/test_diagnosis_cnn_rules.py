@@ -300,3 +300,15 @@ def test_the_unscaled_error_follows_from_the_cosine_and_the_norms() -> None:
     got = measure.unscaled_error(row, 65536.0, float(np.linalg.norm(g)), float(np.linalg.norm(t)))
     want = float(np.linalg.norm(t / 65536.0 - g) / np.linalg.norm(g))
     assert got == pytest.approx(want, rel=1e-3)
+
+
+def test_a_clean_verdict_excuses_msprobes_relative_warning_alone() -> None:
+    from acc_agent.tools._stat_rows import MSG_MD5, MSG_REL_ERR, MSG_REL_WARN
+
+    warned = DumpRow(name="Functional.batch_norm.6.backward.output.0", golden_dtype="float32", target_dtype="float32",
+                     compare_mode="md5", status="warning", message=f"{MSG_REL_WARN}; {MSG_MD5}")
+    assert _verdict([warned], no_fault=True) == "pass"
+    assert _verdict([warned], no_fault=False) == "fail"
+    erred = DumpRow(name="Functional.batch_norm.6.backward.output.0", golden_dtype="float32", target_dtype="float32",
+                    compare_mode="statistics", status="error", message=f"{MSG_REL_ERR}; {MSG_REL_WARN}")
+    assert _verdict([erred], no_fault=True) == "fail", "msprobe's error rule is not excused by this"

@@ -400,3 +400,17 @@ def test_an_output_msprobe_records_with_other_shapes_is_left_unjudged() -> None:
     assert out.diagnosis.details["other_shapes_not_judged"] == ["Functional.adaptive_avg_pool2d.0.backward.output.0"]
     note = out.diagnosis.judgement_note
     _assert_translated(note[note.index(" 1 output recorded with other element counts"):])
+
+
+def test_sin_of_large_low_precision_arguments_is_an_ill_conditioned_call_not_a_mismatch() -> None:
+    """bf16 timesteps up to 500: an angle error of 2 radians from rounding alone. Statistics keep sin's range, so
+    the flag comes from the argument's size and dtype; the advice is float32 for that call."""
+    out = _compare("stats_bf16_unet_timestep_embedding")
+    assert out.first_divergence is not None and out.first_divergence.module == "Torch.sin.0.forward"
+    assert out.diagnosis.category == "operator_fault"
+    assert out.diagnosis.details["ill_conditioned"] == "sin"
+    assert "ill-conditioned at these arguments in bfloat16" in out.diagnosis.explanation
+    assert "float32" in out.diagnosis.next_actions[0]
+    for text in (out.diagnosis.explanation, out.first_divergence.reason or "", out.first_divergence.difference or "",
+                 *out.diagnosis.next_actions[:2]):
+        _assert_translated(text)

@@ -382,6 +382,28 @@ RULES: list[tuple[str, str]] = [
      " 目标侧的反向整体放大了 {s} 倍（2^{k}）：其第一个梯度的四项统计量都恰好是 golden 的这个倍数，即混合精度训练的损失缩放"
      "（torch.amp.GradScaler 或静态缩放系数）。其反向张量已先除以该倍数再判定；若目标侧并未使用损失缩放，"
      "这个倍数本身就是差异所在。"),
+    (r"(?P<key>\S+) computes (?P<f>sin|cos|exp|exp2|expm1) of arguments up to (?P<m>\S+): its input is right to its own "
+     r"(?P<dt>\w+) rounding \((?P<rel>\S+) relative\), which at that size is (?:an angle error|a relative error) of about "
+     r"(?P<ae>\S+), and (?P=f) passes it on in full \((?P<t_seen>[^()]*)\)\. The kernel is not at fault: the function "
+     r"is ill-conditioned at these arguments in (?P=dt)\. Compute it, and the product that feeds it, in float32 \(a "
+     r"sinusoidal timestep or position embedding in a low-precision model is the usual case\)\.",
+     "{key} 计算参数最大为 {m} 的 {f}：其输入在自身 {dt} 舍入范围内是正确的（相对误差 {rel}），但在这个量级上这相当于约 {ae} 的"
+     "绝对误差，{f} 会把它原样传下去（{t_seen}）。内核本身没有问题：该函数在 {dt} 下、这样的参数范围内是病态的。请用 float32 "
+     "计算它以及为它提供输入的乘积（低精度模型中的正弦时间步或位置编码是典型情形）。"),
+    (r"^its output is (?P<e>\S+) off$", "其输出偏差 {e}"),
+    (r"^its recorded statistics differ by (?P<e>\S+): they show little of it, since the value's range does not move$",
+     "其记录的统计量相差 {e}：由于取值范围不变，统计量几乎看不出这一点"),
+    (r"the input of (?P<key>\S+) is within (?P<dt>\w+) rounding \((?P<rel>\S+) relative\), but at arguments up to "
+     r"(?P<m>\S+) that rounding is (?:an angle error|a relative error) of about (?P<ae>\S+), which (?P<f>\w+) passes "
+     r"on in full",
+     "{key} 的输入在 {dt} 舍入范围内（相对误差 {rel}），但在参数最大为 {m} 时，这一舍入相当于约 {ae} 的绝对误差，{f} 会把它原样传下去"),
+    (r"Compute (?P<key>\S+) and the tensor it takes in float32 on the target \(cast the timestep or position tensor to "
+     r"float32 before the product, and the result back\), as the golden does\.",
+     "在目标侧用 float32 计算 {key} 及其输入张量（在乘积之前把时间步或位置张量转换为 float32，再把结果转换回来），与 golden 一致。"),
+    (r"Check the other sin/cos/exp calls on large arguments the same way: each one needs float32\.",
+     "用同样的方法检查其他大参数上的 sin/cos/exp 调用：每一个都需要 float32。"),
+    (r"^(?P<f>sin|cos|exp|exp2|expm1) of arguments up to (?P<m>\S+): ill-conditioned in (?P<dt>\w+)$",
+     "参数最大为 {m} 的 {f}：在 {dt} 下是病态的"),
     (r" The target mixes float32 with (?P<low>\w+) tensors and the golden holds no (?P=low) tensor \(autocast\): its "
      r"float32 tensors carry the (?P=low) calls' error, so they were judged at (?P=low) precision too\.",
      " 目标侧混用 float32 与 {low} 张量，而 golden 没有 {low} 张量（自动混合精度）：其 float32 张量带有 {low} 计算的误差，"

@@ -714,6 +714,58 @@ def _lstm(side: str) -> Plan:
     return Plan(step)
 
 
+class UNetBlock(nn.Module):
+    """A diffusion UNet's residual block: GroupNorm-SiLU-conv twice, the time embedding added in between."""
+
+    def __init__(self, channels: int, temb: int) -> None:
+        super().__init__()
+        self.n1, self.c1 = nn.GroupNorm(4, channels), nn.Conv2d(channels, channels, 3, padding=1)
+        self.t = nn.Linear(temb, channels)
+        self.n2, self.c2 = nn.GroupNorm(4, channels), nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x: Tensor, te: Tensor) -> Tensor:
+        h = self.c1(F.silu(self.n1(x))) + self.t(te)[:, :, None, None]
+        return x + self.c2(F.silu(self.n2(h)))
+
+
+class TinyUNet(nn.Module):
+    """Sinusoidal timestep embedding (sin/cos of t * freqs, t up to 500) through a 2-layer MLP; conv in, a block,
+    a strided conv down, a block, nearest upsampling + conv, the skip concatenated, a block, conv out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inp = nn.Conv2d(3, 16, 3, padding=1)
+        self.temb = nn.Sequential(nn.Linear(16, 32), nn.SiLU(), nn.Linear(32, 32))
+        self.r1, self.down, self.r2 = UNetBlock(16, 32), nn.Conv2d(16, 32, 3, stride=2, padding=1), UNetBlock(32, 32)
+        self.upc, self.r3, self.out = nn.Conv2d(32, 16, 3, padding=1), UNetBlock(32, 32), nn.Conv2d(32, 3, 3, padding=1)
+
+    def forward(self, x: Tensor, t: Tensor) -> Tensor:
+        freqs = torch.exp(-torch.arange(8) / 8.0).to(t.dtype)
+        te = self.temb(torch.cat([torch.sin(t[:, None] * freqs), torch.cos(t[:, None] * freqs)], dim=1))
+        h1 = self.r1(self.inp(x), te)
+        h2 = self.r2(self.down(h1), te)
+        u = self.upc(F.interpolate(h2, scale_factor=2, mode="nearest"))
+        return self.out(self.r3(torch.cat([u, h1], dim=1), te))
+
+
+def _unet(side: str, dtype: torch.dtype) -> Plan:
+    """One denoising-loss step of ``TinyUNet`` (batch 4 of 3x16x16, timesteps 1, 10, 100, 500); the target runs in
+    ``dtype`` throughout, the timestep embedding included."""
+    torch.manual_seed(0)
+    model = TinyUNet()
+    x = torch.randn(4, 3, 16, 16, generator=torch.Generator().manual_seed(1))
+    t = torch.tensor([1.0, 10.0, 100.0, 500.0])
+    noise = torch.randn(4, 3, 16, 16, generator=torch.Generator().manual_seed(2))
+    if side == "target":
+        model.to(dtype)
+        x, t, noise = x.to(dtype), t.to(dtype), noise.to(dtype)
+
+    def step() -> None:
+        F.mse_loss(model(x, t), noise).backward()
+
+    return Plan(step)
+
+
 def make_half_weight_grad_linear() -> type[torch.autograd.Function]:
     """``F.linear`` whose backward halves the WEIGHT gradient only; its forward and input gradient are exact.
 
@@ -1368,6 +1420,7 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_cnn_channels_last_clean": lambda side, rank: _statistics(_cnn(side, torch.float32, channels_last=True)),
     "stats_two_steps_cnn_conv_scaled": lambda side, rank: _statistics(_cnn(side, torch.float32, "conv_scaled", 2)),
     "stats_lstm_weight_scaled": lambda side, rank: _statistics(_lstm(side)),
+    "stats_bf16_unet_timestep_embedding": lambda side, rank: _statistics(_unet(side, torch.bfloat16)),
     "stats_bf16_autocast_cnn_clean": lambda side, rank: _statistics(_cnn(side, torch.float32,
                                                                          autocast=torch.bfloat16)),
     "fp16_autocast_grad_scaler_cnn_clean": lambda side, rank: _cnn(side, torch.float32, autocast=torch.float16,

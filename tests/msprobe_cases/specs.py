@@ -421,6 +421,13 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "input no dumped call produced (an activation in a training forward: it requires grad like a weight, "
              "but carries the batch axis).",
              "operator_fault", "Torch.tanh.0.forward", pass_="forward", argument="input.0"),
+    CaseSpec("stats_bf16_unet_timestep_embedding", "A tiny diffusion UNet (GroupNorm-SiLU-conv residual blocks, a "
+             "strided conv down, nearest upsampling, a concatenated skip) with a sinusoidal timestep embedding: "
+             "sin/cos of t * freqs for timesteps 1, 10, 100 and 500. fp32 golden; the target runs wholly in bf16, the "
+             "embedding included, as a port that casts the model and its inputs does. Statistics. The product t * "
+             "freqs is right to bf16 rounding, which at 500 is an angle error of about 2 radians: sin and cos return "
+             "other values altogether (sin's Max/Min stay near +-1, so its statistics show little).",
+             "operator_fault", "Torch.sin.0.forward", pass_="forward", jump_over_inputs=1.0),
 )}
 
 CASE_NAMES: tuple[str, ...] = tuple(SPECS)

@@ -29,6 +29,7 @@ from acc_agent.frontend import option
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, InputTransform
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis import explain, leaves, probes
+from acc_agent.numerics.diagnosis.conditioning import flag_ill_conditioned, ill_conditioned
 from acc_agent.numerics.diagnosis.gemm_precision import coarse_gemms
 from acc_agent.numerics.diagnosis.graph import (
     ROOT_MODULE_PATHS,
@@ -83,6 +84,7 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         recheck_extremes(forward, target)
         if backward and not any(t.beyond for t in forward):
             recheck_extremes(backward, target)
+    flag_ill_conditioned(forward)
     incomparable = _incomparable_dead_ends(graph)
     fd, diag = _diagnose_pass(graph, direction, golden, target, use_bench, compared_by)
     if direction == "forward" and diag.category == "no_layer_fault" and rechecking and backward:
@@ -235,6 +237,9 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
     if finding.enters == "overflow" and ends is True:
         return explain.layer_mismatch(t, final, [], True, base)
     if finding.enters == "operator":
+        sensitive = ill_conditioned(t)
+        if sensitive is not None and t.strict in (None, "ill_conditioned"):
+            return explain.ill_conditioned(t, sensitive, base)
         if t.gross and not gradient and (ends is True or (ends is None and _final_agrees(final) and final is not t)):
             transforms = _transforms([t], golden, target, input_side=False)
             return explain.layer_mismatch(t, final, transforms, ends is True, base)

@@ -25,6 +25,7 @@ ComparedBy = Literal["tensor", "statistics", "md5", "mixed", "none"]
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
+    from acc_agent.numerics.diagnosis.conditioning import IllConditioned
     from acc_agent.numerics.diagnosis.gemm_precision import CoarseGemms
 
 
@@ -342,6 +343,37 @@ def layer_mismatch(t: Tensor, final: Tensor | None, transforms: list[InputTransf
                       "or reshaped.",
                       "Check in-place operators and graph fusions on the target: dump the un-fused graph."],
         details={"bad_row": t.name, "final_row": final.name if final else None}, transforms=transforms, **base)
+
+
+def ill_conditioned(t: Tensor, found: IllConditioned, base: JudgementFields) -> tuple[FirstDivergence, Diagnosis]:
+    """A sin/cos/tan/exp whose argument's own rounding is a large error of the function's value."""
+    assert t.node is not None  # ill_conditioned() looked at it
+    dtype = found.dtype or "its dtype"
+    moves = ("an angle error of about" if found.function in ("sin", "cos", "tan") else "a relative error of about")
+    fd = FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=metrics(t),
+                         input_names=[x.name for x in t.node.inputs[:1]],
+                         direction=t.direction,  # type: ignore[arg-type]
+                         reason=(f"the input of {t.key} is within {dtype} rounding "
+                                 f"({fmt(found.input_error, '.2g')} relative), but at arguments up to "
+                                 f"{fmt(found.magnitude, '.4g')} that rounding is {moves} "
+                                 f"{fmt(found.argument_error, '.2g')}, which {found.function} passes on in full"))
+    fd.difference = (f"{found.function} of arguments up to {fmt(found.magnitude, '.4g')}: ill-conditioned in {dtype}")
+    seen = (f"its output is {fmt(t.err, '.3g')} off" if t.m.measure == "tensor" else
+            f"its recorded statistics differ by {fmt(t.err, '.3g')}: they show little of it, since the value's range "
+            "does not move")
+    explanation = (f"{t.key} computes {found.function} of arguments up to {fmt(found.magnitude, '.4g')}: its input is "
+                   f"right to its own {dtype} rounding ({fmt(found.input_error, '.2g')} relative), which at that size "
+                   f"is {moves} {fmt(found.argument_error, '.2g')}, and {found.function} passes it on in full ({seen}). "
+                   f"The kernel is not at fault: the function is ill-conditioned at these arguments in {dtype}. "
+                   "Compute it, and the product that feeds it, in float32 (a sinusoidal timestep or position embedding "
+                   "in a low-precision model is the usual case).")
+    return fd, Diagnosis(
+        category="operator_fault", explanation=explanation,
+        next_actions=[f"Compute {t.key} and the tensor it takes in float32 on the target (cast the timestep or "
+                      "position tensor to float32 before the product, and the result back), as the golden does.",
+                      "Check the other sin/cos/exp calls on large arguments the same way: each one needs float32."],
+        details={"ill_conditioned": found.function, "argument_magnitude": found.magnitude,
+                 "argument_error": found.argument_error}, **base)
 
 
 #: msprobe's documented bar for a tensor row: cosine at least 0.99 and MaxAbsErr at most 1e-3.

@@ -113,6 +113,7 @@ class Tensor:
     # own inputs does not give its output; see recheck) | "extremes" (an activation's recorded Max/Min are not
     # the function of its input's) | "mean_sum" (an add's recorded Mean is not its inputs' Means added)
     # | "mean_zero" (a softmax or normalisation backward's recorded input-gradient Mean is not zero)
+    # | "ill_conditioned" (sin/cos/exp of arguments whose rounding alone moves the value: see conditioning)
     strict: str | None = None
     recomputed: float | None = None  # relative L2 residual of that re-computation
     # beyond the flow rule, but re-computed from the target's own recorded inputs it matches (see recheck._clears)
