@@ -312,3 +312,32 @@ def test_a_clean_verdict_excuses_msprobes_relative_warning_alone() -> None:
     erred = DumpRow(name="Functional.batch_norm.6.backward.output.0", golden_dtype="float32", target_dtype="float32",
                     compare_mode="statistics", status="error", message=f"{MSG_REL_ERR}; {MSG_REL_WARN}")
     assert _verdict([erred], no_fault=True) == "fail", "msprobe's error rule is not excused by this"
+
+
+# ----------------------------------------------------------------------------------------- ill-conditioned functions
+
+
+def _sin_call(arg_dtype: str, judged_at: str, magnitude: float, out_err: float) -> Any:
+    """A sin call's output tensor (a stand-in with what ``conditioning`` reads): input stats, dtypes and errors."""
+    x = SimpleNamespace(err=2.0**-9, beyond=False, m=SimpleNamespace(dtype=judged_at),
+                        row=SimpleNamespace(target_dtype=arg_dtype,
+                                            golden_stats={"Max": magnitude, "Min": 0.4, "Mean": 100.0, "Norm": 1000.0}))
+    node = SimpleNamespace(key="Torch.sin.0.forward", direction="forward", inputs=[x])
+    return SimpleNamespace(node=node, is_input=False, err=out_err, beyond=False, excess=0.5, strict=None,
+                           row=SimpleNamespace(golden_stats={"Max": 1.0, "Min": -1.0, "Mean": 0.0, "Norm": 4.0}))
+
+
+def test_sin_of_large_low_precision_arguments_is_flagged_whatever_its_statistics_show() -> None:
+    from acc_agent.numerics.diagnosis.conditioning import flag_ill_conditioned
+
+    bf16 = _sin_call("bfloat16", "bfloat16", 500.0, out_err=0.03)
+    flag_ill_conditioned([bf16])
+    assert bf16.strict == "ill_conditioned" and bf16.excess > 1.0
+    # the same angles computed in float32 (a bf16 model's RoPE table, judged at bf16 under autocast): exact enough
+    table = _sin_call("float32", "bfloat16", 500.0, out_err=0.0)
+    flag_ill_conditioned([table])
+    assert table.strict is None and table.excess == 0.5
+    # bf16 angles of at most 12: an error of 0.05 radians at most, not flagged
+    small = _sin_call("bfloat16", "bfloat16", 12.0, out_err=0.001)
+    flag_ill_conditioned([small])
+    assert small.strict is None

@@ -766,6 +766,72 @@ def _unet(side: str, dtype: torch.dtype) -> Plan:
     return Plan(step)
 
 
+class RopeBlock(nn.Module):
+    """A pre-norm decoder block (d 64, 4 heads) with rotary position embeddings and a key/value cache."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.n1, self.qkv, self.o = nn.LayerNorm(64), nn.Linear(64, 192), nn.Linear(64, 64)
+        self.n2, self.f1, self.f2 = nn.LayerNorm(64), nn.Linear(64, 256), nn.Linear(256, 64)
+
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, cache: tuple[Tensor, Tensor] | None
+                ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        b, s, _ = x.shape
+        q, k, v = (t.view(b, s, 4, 16).transpose(1, 2) for t in self.qkv(self.n1(x)).split(64, dim=-1))
+        q = q * cos + torch.cat([-q[..., 8:], q[..., :8]], dim=-1) * sin
+        k = k * cos + torch.cat([-k[..., 8:], k[..., :8]], dim=-1) * sin
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=cache is None)
+        x = x + self.o(a.transpose(1, 2).reshape(b, s, 64))
+        return x + self.f2(F.gelu(self.f1(self.n2(x)))), (k, v)
+
+
+class RopeGPT(nn.Module):
+    """Embedding 97x64, two ``RopeBlock``, a final norm and head. ``angles_in_model_dtype``: the rotary angles
+    (position x inverse frequency) are computed in the model's dtype, as a port that casts everything does, instead
+    of in float32 (the reference implementations' way)."""
+
+    def __init__(self, angles_in_model_dtype: bool) -> None:
+        super().__init__()
+        self.emb, self.blocks = nn.Embedding(97, 64), nn.ModuleList([RopeBlock(), RopeBlock()])
+        self.n, self.head = nn.LayerNorm(64), nn.Linear(64, 97, bias=False)
+        self.angles_in_model_dtype = angles_in_model_dtype
+
+    def forward(self, ids: Tensor, start: int, caches: list[tuple[Tensor, Tensor]] | None
+                ) -> tuple[Tensor, list[tuple[Tensor, Tensor]]]:
+        dtype = self.emb.weight.dtype
+        inv = 1.0 / (10000 ** (torch.arange(0, 16, 2).float() / 16))
+        pos = torch.arange(start, start + ids.shape[1])
+        ang = pos.to(dtype)[:, None] * inv.to(dtype)[None] if self.angles_in_model_dtype else \
+            pos.float()[:, None] * inv[None]
+        ang = torch.cat([ang, ang], dim=-1)
+        cos, sin = ang.cos().to(dtype), ang.sin().to(dtype)
+        x, new = self.emb(ids), []
+        for i, block in enumerate(self.blocks):
+            x, cache = block(x, cos, sin, caches[i] if caches else None)
+            new.append(cache)
+        return self.head(self.n(x)), new
+
+
+def _rope_gpt(side: str, dtype: torch.dtype, angles_in_model_dtype: bool) -> Plan:
+    """Inference of ``RopeGPT`` on a 6-token prompt at positions 2000 on, then 6 cached decoding steps (the same
+    tokens fed on both sides); the target runs in ``dtype``."""
+    torch.manual_seed(0)
+    model = RopeGPT(angles_in_model_dtype and side == "target").eval()
+    if side == "target":
+        model.to(dtype)
+    prompt = torch.randint(0, 97, (2, 6), generator=torch.Generator().manual_seed(1))
+
+    def step() -> None:
+        with torch.no_grad():
+            _, caches = model(prompt, 2000, None)
+            for i in range(6):
+                _, caches = model(torch.tensor([[7], [11]]), 2006 + i, caches)
+
+    return Plan(step)
+
+
 def make_half_weight_grad_linear() -> type[torch.autograd.Function]:
     """``F.linear`` whose backward halves the WEIGHT gradient only; its forward and input gradient are exact.
 
@@ -1421,6 +1487,8 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_two_steps_cnn_conv_scaled": lambda side, rank: _statistics(_cnn(side, torch.float32, "conv_scaled", 2)),
     "stats_lstm_weight_scaled": lambda side, rank: _statistics(_lstm(side)),
     "stats_bf16_unet_timestep_embedding": lambda side, rank: _statistics(_unet(side, torch.bfloat16)),
+    "stats_bf16_rope_angles_in_bf16": lambda side, rank: _statistics(_rope_gpt(side, torch.bfloat16, True)),
+    "stats_bf16_rope_angles_in_fp32_clean": lambda side, rank: _statistics(_rope_gpt(side, torch.bfloat16, False)),
     "stats_bf16_autocast_cnn_clean": lambda side, rank: _statistics(_cnn(side, torch.float32,
                                                                          autocast=torch.bfloat16)),
     "fp16_autocast_grad_scaler_cnn_clean": lambda side, rank: _cnn(side, torch.float32, autocast=torch.float16,

@@ -428,6 +428,14 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "freqs is right to bf16 rounding, which at 500 is an angle error of about 2 radians: sin and cos return "
              "other values altogether (sin's Max/Min stay near +-1, so its statistics show little).",
              "operator_fault", "Torch.sin.0.forward", pass_="forward", jump_over_inputs=1.0),
+    CaseSpec("stats_bf16_rope_angles_in_bf16", "A small decoder (embedding 97x64, two pre-norm blocks with rotary position embeddings, q/k/v/o and a GELU MLP, fused attention, a key/value cache) in inference: a 6-token prompt at positions 2000 to 2005, then 6 cached decoding steps fed the same tokens on both sides; fp32 golden, bf16 target, statistics. The target computes the rotary angles (position x inverse "
+             "frequency) in bf16: at position 2005 bf16 rounding alone is an angle error of about 8 radians, so cos "
+             "and sin return other values altogether (their Max/Min stay near +-1).",
+             "operator_fault", "Tensor.cos.0.forward", pass_="forward", jump_over_inputs=1.0),
+    CaseSpec("stats_bf16_rope_angles_in_fp32_clean", "A small decoder (embedding 97x64, two pre-norm blocks with rotary position embeddings, q/k/v/o and a GELU MLP, fused attention, a key/value cache) in inference: a 6-token prompt at positions 2000 to 2005, then 6 cached decoding steps fed the same tokens on both sides; fp32 golden, bf16 target, statistics. The rotary angles are computed in float32 and only cos "
+             "and sin are cast to bf16 (the reference implementations' way): the float32 angle tables of a bf16 model "
+             "are judged at bf16 (autocast-like), but they are exact to float32, so nothing is ill-conditioned.",
+             "no_layer_fault", None, clean=True, autocast="bfloat16"),
 )}
 
 CASE_NAMES: tuple[str, ...] = tuple(SPECS)

@@ -62,12 +62,15 @@ def ill_conditioned(t: Tensor) -> IllConditioned | None:
     if not all(math.isfinite(v) for v in (mx, mn, x_norm, y_norm)) or y_norm <= 0:
         return None
     magnitude = max(abs(mx), abs(mn))
+    # the dtype the target computed the argument in (not the one it is judged at: under autocast a float32 angle
+    # table is judged at bf16, but it was computed in float32)
+    dtype = budgets.canonical_dtype(x.row.target_dtype) if budgets.is_float(x.row.target_dtype) else x.m.dtype
     # the argument's error is at least its dtype's rounding (a statistics error of 0 says little about the elements)
-    rel = max(x.err, budgets.unit_roundoff(x.m.dtype) if budgets.is_float(x.m.dtype) else 0.0)
+    rel = max(x.err, budgets.unit_roundoff(dtype) if budgets.is_float(dtype) else 0.0)
     bound = rel * (x_norm / y_norm if name in _PERIODIC else magnitude)
     if rel <= 0 or bound < MIN_AMPLIFICATION * rel or t.err > bound:
         return None
-    return IllConditioned(name, magnitude, rel, rel * magnitude, x.m.dtype)
+    return IllConditioned(name, magnitude, rel, rel * magnitude, dtype)
 
 
 def flag_ill_conditioned(tensors: list[Tensor]) -> None:
