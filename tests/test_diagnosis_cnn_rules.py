@@ -248,7 +248,7 @@ def test_an_autocast_target_is_judged_at_its_low_precision() -> None:
                      for i in range(2) for arg in ("input.0", "input.1", "output.0")],
                    ("Functional.batch_norm.0.forward.output.0", "output", "float32", None),
                    ("Tensor.add_.0.forward.input.0", "input", "int64", None))
-    assert measure.autocast_precision(golden, amp) == measure.AUTOCAST + "bfloat16"
+    assert measure.autocast_precision(golden, amp) == "bfloat16"
     # one odd float16 tensor in a float32 dump is no autocast
     odd = _entries(("Functional.linear.0.forward.output.0", "output", "float16", None),
                    ("Functional.gelu.0.forward.output.0", "output", "float32", None))
@@ -257,9 +257,9 @@ def test_an_autocast_target_is_judged_at_its_low_precision() -> None:
     assert measure.autocast_precision(golden, _entries(("a.output.0", "output", "bfloat16", None))) is None
     assert measure.autocast_precision(amp, amp) is None
     row = DumpRow(name="Functional.batch_norm.0.forward.output.0", target_dtype="float32")
-    assert measure.row_dtype(row, None, measure.AUTOCAST + "bfloat16") == "bfloat16"
+    assert measure.row_dtype(row, None, None, "bfloat16") == "bfloat16"
     counter = DumpRow(name="Tensor.add_.0.forward.input.0", target_dtype="int64")
-    assert measure.row_dtype(counter, None, measure.AUTOCAST + "bfloat16") == "int64", "integers stay exact"
+    assert measure.row_dtype(counter, None, None, "bfloat16") == "int64", "integers stay exact"
 
 
 def _grad_dumps(ratio: float) -> tuple[Any, Any]:

@@ -37,6 +37,8 @@ _PRECISION_BITS = {
     "float8_e4m3fn": 4,
     "float8_e5m2": 3,
 }
+#: The half-precision float types (their own rounding is what low-precision checks look at).
+LOW_PRECISION = frozenset({"float16", "bfloat16"})
 _MSPROBE_MIN_ERR = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-14}
 _ALIASES = {
     "fp64": "float64", "double": "float64", "fp32": "float32", "float": "float32", "fp16": "float16",

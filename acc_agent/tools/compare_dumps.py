@@ -163,17 +163,15 @@ def _verdict(rows: list[DumpRow], scalar_rows: Sequence[ScalarRow] | None = None
         return "fail"
     if not statuses & bad:
         return "pass"
-    flagged = [r for r in rows if r.__dict__.get("status", "pass") in bad]
     if not no_fault:
         return "fail"
-    excused = [r for r in flagged if precision_change_only(r) or cancelled_gradient_only(r, cancelled)
-               or r.name in not_judged or (autocast and _float_tensor_warning(r)) or _relative_warning_only(r)]
-    if len(excused) == len(flagged):
+    rest = [r for r in rows if r.__dict__.get("status", "pass") in bad and not (
+        precision_change_only(r) or cancelled_gradient_only(r, cancelled) or r.name in not_judged
+        or (autocast and _float_tensor_warning(r)) or _relative_warning_only(r))]
+    if not rest:
         return "pass"
     # a float32 tensor that is a lower-precision output cast up (``model(x).float()`` before the loss) carries that
     # output's rounding: the same excuse as the output it is the data of
-    excused_ids = {id(r) for r in excused}
-    rest = [r for r in flagged if id(r) not in excused_ids]
     sources = {r.__dict__.get("same_as") for r in rest} - {None}
     lower = {r.name for r in rows if r.name in sources and _lower_precision_target(r.__dict__.get("golden_dtype"),
                                                                                  r.__dict__.get("target_dtype"))}
@@ -255,8 +253,8 @@ def precision_change_only(row: DumpRow) -> bool:
 
 
 def _relative_warning_only(row: DumpRow) -> bool:
-    """A warning of msprobe's "output NormRelativeErr 10x its inputs'" rule alone (with md5's "differs"): a ratio of two errors that
-    rounding makes (1e-7 out of 1e-9 in, when a kernel sums in another order); the diagnosis judged the output
+    """A warning of msprobe's "output NormRelativeErr 10x its inputs'" rule alone (with md5's "differs"): a ratio
+    of two errors that rounding makes (1e-7 out of 1e-9 in, when a kernel sums in another order); the diagnosis judged the output
     against its inputs' error and its own rounding instead."""
     from acc_agent.tools._stat_rows import MSG_MD5, MSG_REL_WARN
 

@@ -42,13 +42,7 @@ from acc_agent.numerics.diagnosis.graph import (
 )
 from acc_agent.numerics.diagnosis.judge import judge
 from acc_agent.numerics.diagnosis.localise import Finding, dead_end, final_tensor, find, in_pass
-from acc_agent.numerics.diagnosis.measure import (
-    AUTOCAST,
-    autocast_precision,
-    loss_scale,
-    numel,
-    shapes_differ,
-)
+from acc_agent.numerics.diagnosis.measure import mixed_precision, numel, shapes_differ
 from acc_agent.numerics.diagnosis.ranks import combine_ranks
 from acc_agent.numerics.diagnosis.recheck import recheck, recheck_extremes
 from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
@@ -67,9 +61,8 @@ FINAL_WITHIN = 0.99
 def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: Dump | None = None,
              precision: str | None = None) -> tuple[FirstDivergence | None, Diagnosis]:
     """First divergence and cause category of one rank's compared rows (rows may get new statuses)."""
-    autocast = None if precision else autocast_precision(golden, target)
-    scale = loss_scale(golden, target)
-    graph = build(rows, golden, target, bench, precision or autocast, scale or 1.0)
+    mixed = mixed_precision(golden, target, precision)
+    graph = build(rows, golden, target, bench, precision, mixed)
     use_bench = bench is not None and any(t.m.bench_err is not None for t in graph.tensors)
     judge(graph, use_bench)
     compared_by = _compared_by(graph)
@@ -98,26 +91,27 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         if diag.category == "no_layer_fault" and judged_backward:
             diag.explanation += (f" The {judged_backward} compared tensors of the backward pass are within "
                                  "precision too.")
-    if scale is not None:
+    if mixed.loss_scale != 1.0:
+        scale = mixed.loss_scale
         diag.details["loss_scale"] = scale
         diag.judgement_note += (f" The target's backward pass is scaled by {scale:g} (2^{round(math.log2(scale))}): "
                                 "its first gradient is exactly that multiple of the golden's in all four statistics, "
                                 "the loss scaling of mixed-precision training (torch.amp.GradScaler or a static loss "
                                 "scale). Its backward tensors were divided by it before judging; if the target "
                                 "uses no loss scaling, that factor is the difference itself.")
-    if autocast is not None:
-        low = autocast[len(AUTOCAST):]
+    if mixed.autocast is not None:
+        low = mixed.autocast
         diag.details["autocast_precision"] = low
         diag.judgement_note += (f" The target mixes float32 with {low} tensors and the golden holds no {low} tensor "
                                 f"(autocast): its float32 tensors carry the {low} calls' error, so they were judged at "
                                 f"{low} precision too.")
     if incomparable:
+        many = len(incomparable) > 1
         diag.details["other_shapes_not_judged"] = incomparable[:12]
-        diag.judgement_note += (f" {len(incomparable)} output{'s' if len(incomparable) > 1 else ''} recorded with "
-                                f"other element counts on the two sides ({incomparable[0]}) {'were' if len(incomparable) > 1 else 'was'} "
-                                "not judged: the calls that take "
-                                f"{'them' if len(incomparable) > 1 else 'it'} received the golden data, so msprobe "
-                                "recorded another tensor there, not a wrong result.")
+        diag.judgement_note += (f" {len(incomparable)} output{'s' * many} recorded with other element counts on the "
+                                f"two sides ({incomparable[0]}) {'were' if many else 'was'} not judged: the calls that "
+                                f"take {'them' if many else 'it'} received the golden data, so msprobe recorded another "
+                                "tensor there, not a wrong result.")
     methods: dict[str, int] = {}
     for row in rows:
         method = str(row.pair_method or "exact")

@@ -26,9 +26,11 @@ from typing import TYPE_CHECKING
 
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis.measure import (
+    NO_MIXED_PRECISION,
     STAT_KEYS,
     Fingerprint,
     Measured,
+    MixedPrecision,
     entry,
     exclude_fills,
     measure_and_fingerprint,
@@ -116,8 +118,6 @@ class Tensor:
     # | "ill_conditioned" (sin/cos/exp of arguments whose rounding alone moves the value: see conditioning)
     strict: str | None = None
     recomputed: float | None = None  # relative L2 residual of that re-computation
-    # beyond the flow rule, but re-computed from the target's own recorded inputs it matches (see recheck._clears)
-    explained_by_inputs: bool = False
     # strict "extremes" / "mean_sum" / "mean_zero": (Max | Min | lowest | Mean, recorded, expected)
     extreme: tuple[str, float, float] | None = None
     cancelled: bool = False  # a parameter gradient whose terms cancel to rounding level, judged in absolute terms
@@ -217,10 +217,10 @@ def _key_role(name: str, e: DumpEntry | None) -> tuple[str, str]:
 
 
 def build(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: Dump | None,
-          precision: str | None, grad_scale: float = 1.0) -> Graph:
+          precision: str | None, mixed: MixedPrecision = NO_MIXED_PRECISION) -> Graph:
     tensors: list[Tensor] = []
     nodes: dict[str, Node] = {}
-    measured, bulk_prints = measure_and_fingerprint(rows, golden, target, bench, precision, grad_scale)
+    measured, bulk_prints = measure_and_fingerprint(rows, golden, target, bench, precision, mixed)
     exclude_fills(rows, measured, golden, target)
     t_by = target.by_name if target is not None else {}
     get_entry, get_node, append = t_by.get, nodes.get, tensors.append

@@ -57,7 +57,6 @@ REDUCTION_BUDGETS = 4.0
 #: 12 to 39 roundoffs for K = 144 and 288 (the forward convs of the same runs by under 3); a backward GEMM's own
 #: rounding in a statistics dump is allowed this many roundoffs times sqrt(K), at most REDUCTION_BUDGETS budgets.
 ACCUMULATION_ROUNDINGS = 4.0
-LOW_PRECISION = frozenset({"float16", "bfloat16"})
 #: GEMM-like APIs whose weight is ``[out, in, *kernel]``: an input gradient sums ``out * kernel`` products.
 WEIGHT_GEMMS = frozenset({"conv1d", "conv2d", "conv3d", "linear"})
 #: GEMM-like APIs of two operands ``a @ b``: an input gradient of ``a`` sums over ``b``'s last axis.
@@ -202,18 +201,18 @@ def _flow_excess(t: Tensor, err: float, upstream: float) -> float:
     if incoming is None:
         incoming = upstream
     measure = t.m.measure
+    amplification = AMPLIFICATION
+    own = op_budget(dtype, measure)
     if t.direction == "backward" and measure in SUMMARIES:
         # a gradient's recorded statistics show its error at its extremes only: elementwise it carries what the pass
         # carries (a clean fp16 CNN's incoming conv gradient is 4.9 % off in relative L2, its Max 0.5 %: ReLU masks
         # flip where rounding moved the saved forward input across zero; under autocast the float32 BatchNorm
         # backwards carry the bf16 convs' error)
         incoming = max(incoming, upstream)
-    amplification = AMPLIFICATION
-    if t.direction == "backward" and measure in SUMMARIES and node is not None and "norm" in api_name(node.key).lower():
-        amplification = NORM_BACKWARD_AMPLIFICATION
-    own = op_budget(dtype, measure)
-    if t.direction == "backward" and measure in SUMMARIES and node is not None:
-        own = max(own, accumulation_budget(node, dtype))
+        if node is not None:
+            if "norm" in api_name(node.key).lower():
+                amplification = NORM_BACKWARD_AMPLIFICATION
+            own = max(own, accumulation_budget(node, dtype))
     excess = _ratio(err, amplification * incoming + own)
     if excess <= 1.0 and _leaves_tolerance(t):
         # the call turned inputs that are (almost) all within tolerance into an output of which more than 1 %
@@ -243,7 +242,7 @@ def accumulation_budget(node: Node, dtype: str | None) -> float:
     """Rounding a low-precision GEMM-like backward call adds by summing K products in its own precision (0 where
     the call is no such GEMM, the dtype is not fp16/bf16 or K is unknown); K comes from the weight or second
     operand gradient the call also returns (``output.1``: a weight's shape)."""
-    if budgets.canonical_dtype(dtype) not in LOW_PRECISION:
+    if budgets.canonical_dtype(dtype) not in budgets.LOW_PRECISION:
         return 0.0
     name = api_name(node.key).lower().strip("_")
     if name not in WEIGHT_GEMMS and name not in OPERAND_GEMMS:

@@ -178,18 +178,13 @@ def _golden_norm(row: DumpRow, g_entry: DumpEntry | None, golden: Dump | None) -
 AUTOCAST_SHARE = 0.1
 #: ... and at least this many of them (a GEMM's input, weight and output each).
 AUTOCAST_MIN = 4
-#: ``precision`` value meaning "no precision given; the target computes under autocast in this dtype" (see
-#: :func:`autocast_precision`): float rows are judged at it, integer rows stay exact.
-AUTOCAST = "autocast:"
 
 
-def row_dtype(row: DumpRow, t_entry: DumpEntry | None, precision: str | None) -> str | None:
+def row_dtype(row: DumpRow, t_entry: DumpEntry | None, precision: str | None, autocast: str | None = None
+              ) -> str | None:
     """The dtype whose rounding the row is judged by: the user's precision, else the least precise side (and the
-    autocast dtype, for a float row of a target that computes under autocast)."""
-    autocast = None
-    if precision and precision.startswith(AUTOCAST):
-        autocast = precision[len(AUTOCAST):]
-    elif precision:
+    ``autocast`` dtype, for a float row of a target that computes under autocast; integer rows stay exact)."""
+    if precision:
         return PRECISION_NAMES.get(precision, precision)
     declared = t_entry.dtype if t_entry is not None else None
     stored = row.target_dtype
@@ -264,37 +259,57 @@ def unscaled_error(row: DumpRow, scale: float, golden_norm: float | None, target
     return math.sqrt(max(sq, 0.0)) / golden_norm
 
 
+def _float_counts(dump: Dump) -> Counter[str]:
+    """How many of a dump's tensors hold each float dtype (canonical names)."""
+    counts: Counter[str] = Counter()
+    for dtype, n in Counter(e.dtype for e in dump.entries).items():
+        if budgets.is_float(dtype):
+            counts[budgets.canonical_dtype(dtype) or "float32"] += n
+    return counts
+
+
 def autocast_precision(golden: Dump | None, target: Dump | None) -> str | None:
-    """``AUTOCAST`` + the low-precision dtype when the target mixes float32 with bf16/fp16 tensors and the golden
-    holds no bf16/fp16 tensor: an autocast (AMP) target. Its float32 tensors (BatchNorm, softmax, losses) carry the
+    """The low-precision dtype when the target mixes float32 with bf16/fp16 tensors and the golden holds no
+    bf16/fp16 tensor: an autocast (AMP) target. Its float32 tensors (BatchNorm, softmax, losses) carry the
     low-precision calls' error into everything after them, so they are judged at that precision too."""
     if target is None:
         return None
-    counts = Counter(e.dtype for e in target.entries)
-    floats = Counter({budgets.canonical_dtype(d): 0 for d in counts if budgets.is_float(d)})
-    for d, n in counts.items():
-        if budgets.is_float(d):
-            floats[budgets.canonical_dtype(d)] += n
-    low = {d for d in floats if d not in ("float32", "float64")}
-    n_low = sum(floats[d] for d in low)
+    floats = _float_counts(target)
+    low = {d: n for d, n in floats.items() if d not in ("float32", "float64")}
     # autocast computes every GEMM and conv in the low precision: a share of the dump, not one odd tensor
-    if not low or not floats.get("float32") or n_low < max(AUTOCAST_MIN, AUTOCAST_SHARE * sum(floats.values())):
+    if not low or not floats["float32"] or sum(low.values()) < max(AUTOCAST_MIN, AUTOCAST_SHARE * sum(floats.values())):
         return None
-    if golden is not None:
-        g_floats = {budgets.canonical_dtype(d) for d in {e.dtype for e in golden.entries} if budgets.is_float(d)}
-        if g_floats - {"float32", "float64"}:
-            return None
-    lowest = budgets.lowest_precision(*low)
-    return AUTOCAST + lowest if lowest else None
+    if golden is not None and set(_float_counts(golden)) - {"float32", "float64"}:
+        return None
+    return budgets.lowest_precision(*low)
+
+
+@dataclass(frozen=True)
+class MixedPrecision:
+    """How the target's mixed-precision training shows in its dump: the dtype its float rows are judged at
+    (``autocast``, see :func:`autocast_precision`) and the loss scale divided out of its backward rows."""
+
+    autocast: str | None = None
+    loss_scale: float = 1.0
+
+
+NO_MIXED_PRECISION = MixedPrecision()
+
+
+def mixed_precision(golden: Dump | None, target: Dump | None, precision: str | None) -> MixedPrecision:
+    """The target's :class:`MixedPrecision` (no autocast inference where the user gave a precision)."""
+    return MixedPrecision(None if precision else autocast_precision(golden, target),
+                          loss_scale(golden, target) or 1.0)
 
 
 def measure_row(row: DumpRow, golden: Dump | None, target: Dump | None, bench: Dump | None,
-                precision: str | None, grad_scale: float = 1.0) -> Measured:
-    """One row's error (``grad_scale``: the target's loss scale, divided out of its backward rows)."""
+                precision: str | None, mixed: MixedPrecision = NO_MIXED_PRECISION) -> Measured:
+    """One row's error (``mixed``: the target's autocast dtype and loss scale, see :class:`MixedPrecision`)."""
     g_entry = entry(golden, row.golden_name or row.name)
     t_entry = entry(target, row.name)
     b_entry = entry(bench, row.golden_name or row.name) or entry(bench, row.name)
-    dtype = row_dtype(row, t_entry, precision)
+    dtype = row_dtype(row, t_entry, precision, mixed.autocast)
+    grad_scale = mixed.loss_scale
     g_stats = g_entry.stats if g_entry is not None else None
     t_stats = t_entry.stats if t_entry is not None else None
     scaled = grad_scale != 1.0 and is_backward(row.name)
@@ -420,7 +435,7 @@ def measure_rows(rows: list[DumpRow], golden: Dump | None, target: Dump | None, 
 
 
 def measure_and_fingerprint(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: Dump | None,
-                            precision: str | None, grad_scale: float = 1.0
+                            precision: str | None, mixed: MixedPrecision = NO_MIXED_PRECISION
                             ) -> tuple[list[Measured], list[Fingerprint | None]]:
     """Every row's :class:`Measured`, and the golden entry's fingerprint where the bulk pass had it at hand.
 
@@ -463,7 +478,7 @@ def measure_and_fingerprint(rows: list[DumpRow], golden: Dump | None, target: Du
                 or (g_e.dtype != t_e.dtype and other_representation(g_e.dtype, t_e.dtype))
                 or d.get("euc_dist") is not None or d.get("cosine") is not None
                 or (g_shape != t_shape and shapes_differ(row))):
-            out[i] = measure_row(row, golden, target, bench, precision, grad_scale)
+            out[i] = measure_row(row, golden, target, bench, precision, mixed)
             continue
         idx.append(i)
         g_stats.append(g_e.stats)
@@ -492,16 +507,16 @@ def measure_and_fingerprint(rows: list[DumpRow], golden: Dump | None, target: Du
         key = (t_dtype, d.get("target_dtype"))
         dt = dtypes.get(key, "")
         if dt == "":
-            dt = dtypes[key] = row_dtype(row, t_e, precision)
+            dt = dtypes[key] = row_dtype(row, t_e, precision, mixed.autocast)
         row_dtypes.append(dt)
         g_md5, t_md5 = g_e.md5, t_e.md5
         md5.append(None if g_md5 is None and t_md5 is None else (g_md5, t_md5, g_e.dtype == t_dtype))
     if idx:
         g_arr, g_plain = _stat_columns(g_stats)
         t_arr, _ = _stat_columns(t_stats)
-        if grad_scale != 1.0:
+        if mixed.loss_scale != 1.0:
             backward = np.array([is_backward(rows[i].name) for i in idx], dtype=bool)
-            t_arr[:, backward] /= grad_scale
+            t_arr[:, backward] /= mixed.loss_scale
             for j in np.flatnonzero(backward).tolist():
                 md5[j] = None  # the scaled bytes never match: the statistics decide
         b_arr = _stat_array(b_rows) if b_by is not None else None
@@ -535,7 +550,7 @@ def measure_and_fingerprint(rows: list[DumpRow], golden: Dump | None, target: Du
                   .tolist())
         for j, i in enumerate(idx):
             if j in odd:
-                out[i] = measure_row(rows[i], golden, target, bench, precision, grad_scale)
+                out[i] = measure_row(rows[i], golden, target, bench, precision, mixed)
                 prints[i] = None
                 continue
             e = errs[j]

@@ -95,7 +95,7 @@ def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Di
     others = [lab for lab, f, r in zip(labels, findings, results, strict=True)
               if f.status == "diverges" and r is not pick]
     pick_step = step_of(pick.key) or 0
-    later_steps = several_steps and any((step_of(r.key) or 0) > pick_step for f, r in zip(findings, results, strict=True)
+    later_steps = several_steps and any((f.step or 0) > pick_step for f in findings
                                         if f.status in ("diverges", "via_collective"))
     if fd is not None:
         text = f" Ranks: the divergence starts on {_label(pick.key, several_steps)}"

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 RECOMPUTE_ROUNDINGS = 2.0
 MAX_RECHECKS = 8
-_LOW_PRECISION = frozenset({"bfloat16", "float16"})
 
 
 def recheck(tensors: list[Tensor], target: Dump | None, graph: Graph) -> None:
@@ -53,7 +52,7 @@ def recheck(tensors: list[Tensor], target: Dump | None, graph: Graph) -> None:
             residual = _residual(t, target, graph)
             if residual is None:
                 continue
-            allowed = RECOMPUTE_ROUNDINGS * budgets.unit_roundoff(t.m.dtype)
+            allowed = _allowed(t)
             if residual > allowed:
                 t.excess = residual / allowed
                 t.strict = "recomputed"
@@ -83,18 +82,20 @@ def _clears(t: Tensor, target: Dump, graph: Graph) -> bool:
     if t.strict or not _eligible(t):
         return False
     residual = _residual(t, target, graph)
-    if residual is None:
+    if residual is None or residual > _allowed(t):
         return False
-    allowed = RECOMPUTE_ROUNDINGS * budgets.unit_roundoff(t.m.dtype)
-    if residual > allowed:
-        return False
-    t.excess, t.recomputed, t.explained_by_inputs = residual / allowed, residual, True
+    t.excess = residual / _allowed(t)
     return True
+
+
+def _allowed(t: Tensor) -> float:
+    """A re-computation's residual that the output's own rounding explains."""
+    return RECOMPUTE_ROUNDINGS * budgets.unit_roundoff(t.m.dtype)
 
 
 def _eligible(t: Tensor) -> bool:
     return (t.judged and not t.is_input and t.arg == "output.0" and t.m.measure == "tensor" and t.node is not None
-            and t.node.computing and budgets.canonical_dtype(t.m.dtype) in _LOW_PRECISION)
+            and t.node.computing and budgets.canonical_dtype(t.m.dtype) in budgets.LOW_PRECISION)
 
 
 def recheck_extremes(tensors: list[Tensor], target: Dump | None = None) -> None:
