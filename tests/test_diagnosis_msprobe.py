@@ -137,6 +137,16 @@ def test_diagnosis_finds_injected_fault(run: tuple[str, bool], msprobe_cases: di
                             + " or ".join(repr(a) for a in case.accepted_first_ops))
     if case.rank and not _rank_matches((first or {}).get("rank"), case.rank):
         problems.append(f"first_divergence.rank {(first or {}).get('rank')!r}, expected {case.rank!r}")
+    spec = SPECS[name]
+    if case.rank and spec.world_size > 1:
+        # every other rank is reported as the dumps show it: clean, or receiving the fault through a collective
+        expected_other = "via_collective" if spec.other_rank_first_diff else "clean"
+        for finding in diag.get("ranks") or []:
+            if not _rank_matches(finding.get("rank"), case.rank) and finding.get("status") != expected_other:
+                problems.append(f"diagnosis.ranks: {finding.get('rank')} is {finding.get('status')!r}, expected "
+                                f"{expected_other!r}")
+        if len(diag.get("ranks") or []) != spec.world_size:
+            problems.append(f"diagnosis.ranks lists {len(diag.get('ranks') or [])} ranks, expected {spec.world_size}")
     if case.step is not None and (first or {}).get("step") != case.step:
         problems.append(f"first_divergence.step {(first or {}).get('step')!r}, expected {case.step!r}")
     if case.pass_ and diag.get("pass_walked") != case.pass_:

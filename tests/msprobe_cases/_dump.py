@@ -1016,6 +1016,40 @@ def _two_ranks(side: str, rank: int, wrong_gelu: Callable[..., Tensor] = gelu_pl
     return Plan(_forward(model, ids))
 
 
+class GeluMLP(nn.Module):
+    """fc1 16->32, gelu, fc2 32->32, gelu, fc3 32->8."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 32)
+        self.fc3 = nn.Linear(32, 8)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc3(F.gelu(self.fc2(F.gelu(self.fc1(x)))))
+
+
+def _data_parallel(side: str, rank: int, fault_rank: int, fault: str, level: str = "L1") -> Plan:
+    """Data-parallel training (DistributedDataParallel over gloo): every rank its own batch, one MSE step.
+
+    DDP averages the gradients in its C++ reducer, which msprobe does not dump: each rank's dump holds its
+    own forward and backward calls only. ``fault``: "gelu" (the target's second gelu adds 1.0 to every 5th
+    element) or "custom_backward" (ScaledTanh.backward x1.5 on every other element), on ``fault_rank`` only."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    wrong = side == "target" and rank == fault_rank
+    base: nn.Module
+    if fault == "custom_backward":
+        base = CustomMLP(make_scaled_tanh(wrong, every(2, torch.empty(4, 32))))
+    else:
+        base = GeluMLP()
+        if wrong:
+            patch_calls("gelu", {1}, gelu_plus_one)
+    model = DistributedDataParallel(base)
+    return Plan(_train_step(model, _x((4, 16), seed=20 + rank)), model=model if level != "L1" else None,
+                level=level, task="statistics")
+
+
 def _low_precision_mlp(side: str, dtype: torch.dtype, sizes: tuple[int, ...], backward: bool,
                        scale_fc: int | None = None) -> Plan:
     model = MLP(sizes)
@@ -1436,6 +1470,8 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_mask_off_by_one": lambda side, rank: _statistics(_mask_off_by_one(side)),
     "stats_backward_custom": lambda side, rank: _statistics(_backward_custom(side)),
     "stats_two_ranks": lambda side, rank: _statistics(_two_ranks(side, rank)),
+    "stats_ddp_two_ranks_backward_custom": lambda side, rank: _data_parallel(side, rank, 1, "custom_backward"),
+    "mix_ddp_four_ranks_gelu": lambda side, rank: _data_parallel(side, rank, 2, "gelu", level="mix"),
     "bf16_resnet_clean_stats": lambda side, rank: _bf16_resnet_clean(side),
     "weight_grad_half": lambda side, rank: _weight_grad_half(side),
     "act_swapped": lambda side, rank: _act_swapped(side),
@@ -1518,13 +1554,13 @@ def main(argv: list[str]) -> None:
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)  # cases run in parallel; one thread also keeps reductions in one order
-    plan = BUILDERS[case](side, rank)  # installs the fault BEFORE msprobe wraps the APIs
-
     import torch.distributed as dist
 
-    # A process group gives msprobe's step0/rank{R}/ layout (proc{pid}/ otherwise).
+    # A process group gives msprobe's step0/rank{R}/ layout (proc{pid}/ otherwise); DistributedDataParallel
+    # needs it when the plan wraps its model
     store = out_dir / "store"
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
+    plan = BUILDERS[case](side, rank)  # installs the fault BEFORE msprobe wraps the APIs
     config_path = out_dir / f"config_rank{rank}.json"
     config_path.write_text(json.dumps(_config(plan, out_dir / "dump")))
 

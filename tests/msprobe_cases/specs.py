@@ -372,6 +372,17 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
     CaseSpec("stats_two_ranks", "Same models and fault as `two_ranks` (rank 1's gelu adds 1.0 to every 5th "
              "element), dumped with task statistics on both ranks.", "operator_fault", "Functional.gelu.0.forward",
              pass_="forward", rank="rank1", world_size=2, other_rank_first_diff="Distributed.all_reduce.0.forward"),
+    CaseSpec("stats_ddp_two_ranks_backward_custom", "Data-parallel training on 2 ranks (DistributedDataParallel over "
+             "gloo, each rank its own batch of 4), the model and fault of `backward_custom` on rank 1 only (ScaledTanh."
+             "backward x1.5 on every other element, forward bit-identical), msprobe's default task (statistics). DDP "
+             "averages gradients in its C++ reducer, which msprobe does not dump, so rank 0's dump agrees everywhere.",
+             "operator_fault", "Functional.linear.1.backward", pass_="backward", rank="rank1", world_size=2,
+             differing_inputs=("input.0",)),
+    CaseSpec("mix_ddp_four_ranks_gelu", "Data-parallel training on 4 ranks (DistributedDataParallel over gloo, each "
+             "rank its own batch of 4) of fc1 16->32, gelu, fc2 32->32, gelu, fc3 32->8 with an MSE loss, dumped at "
+             "level mix with task statistics (modules and APIs, forward and backward); rank 2's target second gelu "
+             "adds 1.0 to every 5th element. Ranks 0, 1 and 3 agree everywhere.", "operator_fault",
+             "Functional.gelu.1.forward", pass_="forward", rank="rank2", world_size=4),
     CaseSpec("stats_fp16_cnn_clean", "A small ResNet (stem conv 3->16 + BatchNorm + ReLU + max-pool, basic blocks 16->16, 16->32 with a strided 1x1-conv shortcut, 32->32, global average pool, linear 32->10) in train mode, one cross-entropy step on a batch of 8 3x32x32 images; fp32 golden, fp16 target, no fault, msprobe's default task "
              "(statistics). ReLU backward masks flip where rounding moved the saved forward input across zero, so the "
              "incoming conv gradients are about 5 % off elementwise while their Max/Min agree to 0.5 %, and the fp16 "

@@ -301,11 +301,13 @@ def verify(spec: CaseSpec, case_dir: Path) -> dict[str, Any]:
         facts.update(_check_fault(spec, g, t))
     if spec.clean or spec.drift:
         facts.update(_check_everywhere(spec, g, t))
-    if spec.other_rank_first_diff:
-        for other in golden_ranks:
-            if other != rank:
-                facts[f"{other}_first_diff"] = _check_other_rank(
-                    spec, Side.load(golden_ranks[other]), Side.load(target_ranks[other]), other)
+    for other in golden_ranks:
+        if other != rank:
+            g_other, t_other = Side.load(golden_ranks[other]), Side.load(target_ranks[other])
+            if spec.other_rank_first_diff:
+                facts[f"{other}_first_diff"] = _check_other_rank(spec, g_other, t_other, other)
+            else:
+                _check_rank_clean(spec, g_other, t_other, other)
     if spec.target_inf_at:
         _check_inf(spec, g, t)
     if "bench" in spec.sides:
@@ -437,6 +439,15 @@ def _check_everywhere(spec: CaseSpec, g: Side, t: Side) -> dict[str, Any]:
             raise CaseError(f"{spec.name}: linear output errors do not drift gradually: {linear_errors}")
         facts["linear_rel_l2"] = {k: round(e, 6) for k, e in linear_errors}
     return facts
+
+
+def _check_rank_clean(spec: CaseSpec, g: Side, t: Side, rank: str) -> None:
+    """A rank the fault never reaches: every tensor of every key agrees (a case that names one rank)."""
+    for key in t.data:
+        diffs = diff_entries(g, key, t, key)
+        bad = [n for n, (d, tol) in diffs.items() if not d.agrees(tol)]
+        if bad:
+            raise CaseError(f"{spec.name}: {rank} differs at {key} ({bad}); the case says only {spec.rank} does")
 
 
 def _check_other_rank(spec: CaseSpec, g: Side, t: Side, rank: str) -> str:
