@@ -1534,6 +1534,10 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
 }
 
 
+#: Cases whose plan wraps its model in DistributedDataParallel: the process group comes first.
+NEEDS_GROUP = frozenset({"stats_ddp_two_ranks_backward_custom", "mix_ddp_four_ranks_gelu"})
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -1554,13 +1558,21 @@ def main(argv: list[str]) -> None:
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)  # cases run in parallel; one thread also keeps reductions in one order
+    if "fp16" in case and side != "golden" and torch.ops.mkldnn._is_mkldnn_fp16_supported():
+        # a CPU with native fp16 arithmetic (AVX512-FP16, AMX-FP16) sends fp16 convs and matmuls to oneDNN, which
+        # sums them otherwise than ATen's kernels do elsewhere: the cases are computed alike on every CPU
+        torch.backends.mkldnn.enabled = False
     import torch.distributed as dist
 
-    # A process group gives msprobe's step0/rank{R}/ layout (proc{pid}/ otherwise); DistributedDataParallel
-    # needs it when the plan wraps its model
+    # A process group gives msprobe's step0/rank{R}/ layout (proc{pid}/ otherwise). DistributedDataParallel needs
+    # it before the plan wraps its model; every other case builds its plan first, as its dumps were made
     store = out_dir / "store"
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
+    group_first = case in NEEDS_GROUP
+    if group_first:
+        dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
     plan = BUILDERS[case](side, rank)  # installs the fault BEFORE msprobe wraps the APIs
+    if not group_first:
+        dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
     config_path = out_dir / f"config_rank{rank}.json"
     config_path.write_text(json.dumps(_config(plan, out_dir / "dump")))
 

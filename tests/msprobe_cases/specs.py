@@ -53,6 +53,9 @@ class CaseSpec:
     step: int | None = None  # the training step named, in a dump of several steps
     # a clean case's backward tensors may be this many agreement bounds off (see verify._check_everywhere)
     gradient_bar: float = 4.0
+    # a clean case's forward tensors may be this many agreement bounds off: a deep fp16 CNN's last batch norms
+    # sit at the bound (rel L2 0.2 % after seven layers), and a few rounding steps more or less cross it
+    forward_bar: float = 1.0
     # (target key, leaf) pairs msprobe records otherwise on the two sides (other shapes): not checked
     recorded_otherwise: tuple[tuple[str, str], ...] = ()
     loss_scale: float = 1.0  # the target's backward pass is this many times the golden's (GradScaler)
@@ -396,7 +399,7 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
     CaseSpec("fp16_cnn_clean", "Same CNN and step as `stats_fp16_cnn_clean`, fp16 target, no fault, L1 tensor. "
              "The ReLU backwards are beyond what their incoming gradients' error explains (mask flips), but each is "
              "exactly what it computes from the target's own recorded inputs.",
-             "no_layer_fault", None, clean=True, gradient_bar=40.0),
+             "no_layer_fault", None, clean=True, gradient_bar=80.0, forward_bar=2.0),
     CaseSpec("bf16_cnn_conv_sparse", "Same CNN and step as `stats_fp16_cnn_clean`, bf16 target, L1 tensor, no "
              "bench. The target's Functional.conv2d.4 (second conv of the strided block) is 5 % too large on every "
              "5th element: inside one bf16 operator's budget; re-computed in float64 from its own recorded input and "
@@ -423,7 +426,8 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "mixed-precision training does. No fault, L1 tensor. Every gradient the target records is 65536 times "
              "the golden's (the scaler's multiply is a target-only call); divided by it, the backward pass agrees "
              "within fp16 rounding.",
-             "no_layer_fault", None, clean=True, gradient_bar=40.0, loss_scale=2.0**16, same_keys=False,
+             "no_layer_fault", None, clean=True, gradient_bar=40.0, forward_bar=2.0, loss_scale=2.0**16,
+             same_keys=False,
              autocast="float16"),
     CaseSpec("stats_lstm_weight_scaled", "Embedding 100x32, a 2-layer LSTM 32->48, tanh of the last step, linear "
              "48->5; one cross-entropy step on 4 sequences of 12 token ids, fp32 both sides, statistics. The target's "
