@@ -322,7 +322,11 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         for x in graph.tensors if x.direction == direction)
     growth = None if t.strict in ("reordered", "moved") else _growth(final, _where_it_shows(f))
     where = (f.container or node).key
-    if final is not None and not final.beyond and use_bench:
+    if f.hidden:
+        tail = ("every tensor of the pass stays within precision, so the numbers do not show its effect here; the "
+                "argument alone says the two runs compute different things, which larger inputs, longer training "
+                "or another precision can expose.")
+    elif final is not None and not final.beyond and use_bench:
         tail = ("its effect on the final outputs stays within the bench's rounding noise, so only the layer-by-layer "
                 "comparison against the bench shows it — a real fault hidden inside low-precision noise.")
     elif final is not None and final is not t and final.m.target_nonfinite and not final.m.golden_nonfinite:
@@ -404,9 +408,9 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     unseen = _unseen_inputs(node) if f.enters == "operator" else []
     if unseen:
         explanation += (f" Its input{'s' if len(unseen) > 1 else ''} {', '.join(unseen)} {'have' if len(unseen) > 1 else 'has'} "
-                        "no Mean/Norm in this statistics dump (msprobe writes only Max/Min for a bool tensor), so a "
-                        "difference there cannot be seen: it may be where the fault enters (e.g. a mask built one "
-                        "position off) rather than the operator itself.")
+                        "no Mean/Norm in this statistics dump (msprobe writes only Max/Min for integer and bool "
+                        "tensors), so a difference there cannot be seen: it may be where the fault enters (e.g. a mask "
+                        "built one position off, token ids from another tokenizer) rather than the operator itself.")
     if first_layer:
         explanation += (" It is also the first layer that computes anything, so a precision setting applied to every "
                         "layer (quantisation, lower-precision kernels) would look the same here: re-run this layer "
@@ -426,8 +430,9 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
 def _unseen_inputs(node: Node) -> list[str]:
     """The call's statistics-compared inputs whose statistics could not show a difference.
 
-    msprobe's statistics dump gives a bool tensor only Max/Min (Mean and Norm are null), so a mask
-    built one diagonal off looks identical on both sides; without an md5 nothing says it agrees."""
+    msprobe's statistics dump gives integer and bool tensors only Max/Min (Mean and Norm are null), so a
+    mask built one diagonal off, or token ids shifted by one, look identical on both sides; without an md5
+    nothing says they agree."""
     out: list[str] = []
     for x in node.inputs:
         d = x.row.__dict__  # statistics rows are sparse (DumpRow.__getattr__)

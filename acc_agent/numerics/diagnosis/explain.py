@@ -122,6 +122,11 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
                     f"keep them), and {f.shows_at.name}, the first later output that mixes positions, differs "
                     f"({'relative error' if f.shows_at.m.measure == 'tensor' else 'statistics differ by'} "
                     f"{fmt(f.shows_at.err)})")
+        if f.hidden:
+            return (f"argument {arg} of {node.key} is {value_text(t_val)} on the target but {value_text(g_val)} on the "
+                    f"golden; its output {t.name} stays within precision ({fmt(t.excess, '.2g')}x the allowed error), as "
+                    "does every tensor of the pass, so the numbers here hide the change, but the two runs do not "
+                    "compute the same thing")
         return (f"argument {arg} of {node.key} is {value_text(t_val)} on the target but {value_text(g_val)} on the golden; its tensor "
                 f"inputs agree and its output {t.name} differs ({err})")
     if f.enters == "argument":

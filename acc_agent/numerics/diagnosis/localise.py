@@ -47,6 +47,8 @@ class Finding:
     #: for a call whose statistics cannot show the difference (values moved to other places): the later
     #: output where it first shows
     shows_at: Tensor | None = None
+    #: a differing scalar argument whose effect stays within precision (every tensor of the pass is within)
+    hidden: bool = False
 
 
 def in_pass(graph: Graph, direction: str) -> list[Tensor]:
@@ -69,8 +71,55 @@ def find(graph: Graph, direction: str, golden: Dump | None, target: Dump | None)
     if inner is not None and (first is None or inner[1] < first.pos):
         return inner[0]
     if first is None:
-        return None
+        return _hidden_argument(tensors, golden, target)
     return _classify(first, graph, golden, target)
+
+
+def _hidden_argument(tensors: list[Tensor], golden: Dump | None, target: Dump | None) -> Finding | None:
+    """The first call of a pass that is within precision everywhere whose scalar argument differs materially.
+
+    An RMSNorm's eps set to 1e-2 instead of 1e-6 moves a bf16 output by less than bf16 rounding, so no tensor
+    shows it, while the argument itself says the runs compute different things: a configuration error that
+    larger inputs or another precision will expose."""
+    seen: set[int] = set()
+    for t in tensors:
+        node = t.node
+        if node is None or not node.computing or id(node) in seen:
+            continue
+        seen.add(id(node))
+        out = next((x for x in node.outputs if x.judged), None)
+        if out is None:
+            continue
+        scalar = differing_scalar(node.key, golden, target, out)
+        if scalar is not None and _material(scalar[1], scalar[2]):
+            return Finding(out, node, "argument", argument=scalar[0], scalar=scalar, hidden=True)
+    return None
+
+
+#: A float argument this much off (relative) is another setting, not a value computed in another precision.
+MATERIAL_FLOAT_CHANGE = 0.1
+
+
+def _material(golden: object, target: object) -> bool:
+    """Whether two recorded values of one argument are different settings, not the same one computed otherwise.
+
+    A float read off a tensor (``.item()``) moves by its precision's rounding and summing order, a few percent at
+    most; a flag, a mode, a count or an eps changed by a factor is a setting. An argument one side leaves out may be
+    the default written out, so it does not count."""
+    if golden is None or target is None:
+        return False
+    if isinstance(golden, bool) or isinstance(target, bool):
+        return golden != target
+    if isinstance(golden, int | float) and isinstance(target, int | float):
+        g, t = float(golden), float(target)
+        if math.isnan(g) or math.isnan(t):
+            return math.isnan(g) != math.isnan(t)
+        if isinstance(golden, int) and isinstance(target, int):
+            return golden != target
+        return abs(g - t) > MATERIAL_FLOAT_CHANGE * max(abs(g), abs(t))
+    if isinstance(golden, str) and isinstance(target, str):
+        return golden != target
+    return False
 
 
 def _descendants(node: Node) -> list[Node]:
