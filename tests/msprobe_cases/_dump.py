@@ -814,6 +814,66 @@ class RopeGPT(nn.Module):
         return self.head(self.n(x)), new
 
 
+def _rms_norm_eps(side: str) -> Plan:
+    """A Llama decoder layer, bf16 target; the target's first RMSNorm adds eps 1e-2 instead of 1e-6."""
+    block = LlamaBlock()
+    x = _x((2, 8, 64))
+    if side == "target":
+        block.input_layernorm.eps = 1e-2
+        block.to(torch.bfloat16)
+        x = x.to(torch.bfloat16)
+    return Plan(_train_step(block, x), task="statistics")
+
+
+class HookedMLP(nn.Module):
+    """fc1, gelu, fc2, gelu, fc3; with ``grad_scale`` a tensor hook scales the gradient of the first gelu's output.
+
+    The hook uses an aten op, so msprobe records nothing inside it: the scaled gradient is not any dumped output."""
+
+    def __init__(self, grad_scale: float | None) -> None:
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(16, 32), nn.Linear(32, 32), nn.Linear(32, 8)
+        self.grad_scale = grad_scale
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = F.gelu(self.fc1(x))
+        scale = self.grad_scale
+        if scale is not None and h.requires_grad:
+            h.register_hook(lambda g: torch.ops.aten.mul.Scalar(g, scale))
+        return self.fc3(F.gelu(self.fc2(h)))
+
+
+class PositionLM(nn.Module):
+    """Token + learned position embeddings (positions = arange(T) + offset), a pre-norm GELU MLP, a tied head."""
+
+    def __init__(self, offset: int) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(40, 16)
+        self.pos = nn.Embedding(20, 16)
+        self.norm = nn.LayerNorm(16)
+        self.fc = nn.Linear(16, 16)
+        self.head = nn.Linear(16, 40, bias=False)
+        self.head.weight = self.tok.weight
+        self.offset = offset
+
+    def forward(self, ids: Tensor) -> Tensor:
+        positions = torch.arange(ids.shape[1]) + self.offset  # msprobe records the offset: Tensor.__add__ input.1
+        h = self.tok(ids) + self.pos(positions)
+        return self.head(h + self.fc(F.gelu(self.norm(h))))
+
+
+def _position_offset(side: str) -> Plan:
+    """One language-model training step; the target numbers positions from 1 (a config's padding offset), the
+    golden from 0."""
+    model = PositionLM(0 if side == "golden" else 1)
+    ids = torch.randint(0, 40, (3, 8), generator=_gen(4))
+
+    def step() -> None:
+        F.cross_entropy(model(ids).reshape(-1, 40), ids.reshape(-1)).backward()
+
+    return Plan(step, task="statistics")
+
+
 def _rope_gpt(side: str, dtype: torch.dtype, angles_in_model_dtype: bool) -> Plan:
     """Inference of ``RopeGPT`` on a 6-token prompt at positions 2000 on, then 6 cached decoding steps (the same
     tokens fed on both sides); the target runs in ``dtype``."""
@@ -1525,6 +1585,10 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_bf16_unet_timestep_embedding": lambda side, rank: _statistics(_unet(side, torch.bfloat16)),
     "stats_bf16_rope_angles_in_bf16": lambda side, rank: _statistics(_rope_gpt(side, torch.bfloat16, True)),
     "stats_bf16_rope_angles_in_fp32_clean": lambda side, rank: _statistics(_rope_gpt(side, torch.bfloat16, False)),
+    "stats_bf16_rms_norm_eps": lambda side, rank: _rms_norm_eps(side),
+    "stats_gradient_hook_scaled": lambda side, rank: Plan(_train_step(HookedMLP(0.5 if side == "target" else None),
+                                                                      _x((4, 16))), task="statistics"),
+    "stats_position_ids_offset": lambda side, rank: _position_offset(side),
     "stats_bf16_autocast_cnn_clean": lambda side, rank: _statistics(_cnn(side, torch.float32,
                                                                          autocast=torch.bfloat16)),
     "fp16_autocast_grad_scaler_cnn_clean": lambda side, rank: _cnn(side, torch.float32, autocast=torch.float16,

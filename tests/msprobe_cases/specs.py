@@ -451,6 +451,23 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "and sin are cast to bf16 (the reference implementations' way): the float32 angle tables of a bf16 model "
              "are judged at bf16 (autocast-like), but they are exact to float32, so nothing is ill-conditioned.",
              "no_layer_fault", None, clean=True, autocast="bfloat16"),
+    CaseSpec("stats_bf16_rms_norm_eps", "A Llama decoder layer (RMSNorm written out as x * rsqrt(mean(x^2) + eps) * "
+             "weight, causal attention, SiLU gated MLP), one MSE training step, fp32 golden, bf16 target, statistics, no "
+             "bench. The target's first RMSNorm uses eps 1e-2 instead of 1e-6 (a config read wrongly): msprobe records "
+             "eps as the scalar input.1 of Tensor.__add__.0. With mean(x^2) near 1 the output moves by about 0.5 %, "
+             "inside bf16 rounding, so every tensor stays within precision and only the argument shows the change.",
+             "operator_fault", "Tensor.__add__.0.forward", pass_="forward", argument="input.1",
+             jump_over_inputs=2.0),
+    CaseSpec("stats_gradient_hook_scaled", "MLP fc1-gelu-fc2-gelu-fc3, one MSE training step, fp32, statistics. The "
+             "target registers a tensor hook on the first gelu's output that halves its gradient (an aten op: msprobe "
+             "records nothing inside it). The forward is bit-identical and the second gelu's backward is right; the "
+             "first gelu's backward receives a gradient that no dumped call produced.", "operator_fault",
+             "Functional.gelu.0.backward", pass_="backward", argument="input.0", differing_inputs=("input.0",)),
+    CaseSpec("stats_position_ids_offset", "Token and learned position embeddings, a pre-norm GELU MLP, a tied head; "
+             "one cross-entropy step, fp32, statistics. The target numbers positions arange(8) + 1 instead of + 0: "
+             "msprobe records the offset as the scalar input.1 of Tensor.__add__.0, whose output (the position ids, "
+             "int64: Max/Min only) then selects other rows of the position table.", "operator_fault",
+             "Tensor.__add__.0.forward", pass_="forward", argument="input.1"),
 )}
 
 CASE_NAMES: tuple[str, ...] = tuple(SPECS)
