@@ -45,6 +45,7 @@ from acc_agent.numerics.diagnosis.localise import Finding, dead_end, final_tenso
 from acc_agent.numerics.diagnosis.measure import mixed_precision, numel, shapes_differ
 from acc_agent.numerics.diagnosis.ranks import combine_ranks
 from acc_agent.numerics.diagnosis.recheck import recheck, recheck_extremes
+from acc_agent.numerics.diagnosis.shared_setting import same_kind_growth, starts_in_float32_call
 from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
 
 if TYPE_CHECKING:
@@ -252,7 +253,12 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
         # beyond a bound rounding cannot break (strict) is a fault, however the error grows after it
         if growth is not None and growth >= budgets.GROWTH_RATIO and final is not None and not t.strict \
                 and not _single_jump(t, graph):
-            return None, explain.accumulation(t, final, growth, graph, direction, base)
+            if not starts_in_float32_call(t):
+                return None, explain.accumulation(t, final, growth, graph, direction, base)
+            # float32 rounding does not start accumulation outside a matrix multiplication: the call is at fault
+            fd, diag = _operator_fault(finding, final, graph, golden, target, use_bench, direction, base)
+            explain.repeated_by_kind(diag, same_kind_growth(t, graph, direction))
+            return fd, diag
         if not use_bench and not t.strict:
             gemms = coarse_gemms(graph, direction, t, target)
             if gemms is not None:  # every GEMM adds its own error: a precision setting, not this call

@@ -14,7 +14,7 @@ from acc_agent.frontend import option
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, InputTransform, LayerGrowth
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis import advice
-from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor
+from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name
 from acc_agent.numerics.diagnosis.localise import Finding
 from acc_agent.numerics.diagnosis.probes import Probe
 from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
@@ -282,6 +282,20 @@ def accumulation(start: Tensor, final: Tensor | None, growth: float, graph: Grap
         ],
         details={"starts_at": start.name, "final_row": final.name if final else None, "growth": growth},
         growth_layers=top, **base)
+
+
+def repeated_by_kind(diag: Diagnosis, calls: list[Node]) -> None:
+    """Say that the error grows fastest at later calls of the first divergence's kind (see ``shared_setting``)."""
+    if not calls:
+        return
+    kind = api_name(calls[0].key)
+    later = calls[1:]
+    diag.explanation += (f" The error also grows fastest at later {kind} calls ({', '.join(n.key for n in later)}): "
+                         f"a setting all {kind} calls share may differ (an eps, a momentum, an approximation or a "
+                         "kernel), and this is its first call.")
+    diag.next_actions.insert(0, f"Compare the settings of the {kind} layers on both sides (eps, momentum, affine, "
+                                "approximation, the framework's defaults): one may differ for all of them.")
+    diag.details["same_kind_calls"] = [n.key for n in calls]
 
 
 def gemm_precision(start: Tensor, final: Tensor | None, gemms: CoarseGemms, base: JudgementFields) -> Diagnosis:
