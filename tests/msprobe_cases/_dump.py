@@ -682,6 +682,24 @@ def _cnn(side: str, dtype: torch.dtype, fault: str | None = None, steps: int = 1
     return Plan(step, steps=steps, after_step=update)
 
 
+def _l0_bn_eps(side: str) -> Plan:
+    """One cross-entropy step of ``CNN`` in float32, dumped at L0 (modules only); the target's BatchNorm2d layers
+    all use eps 1e-3 instead of 1e-5 (another framework's default)."""
+    torch.manual_seed(0)
+    model = CNN()
+    if side == "target":
+        for module in model.modules():
+            if isinstance(module, nn.BatchNorm2d):
+                module.eps = 1e-3
+    x = torch.randn(8, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    labels = torch.randint(0, 10, (8,), generator=torch.Generator().manual_seed(3))
+
+    def step() -> None:
+        F.cross_entropy(model(x), labels).backward()
+
+    return Plan(step, model=model, level="L0", task="statistics")
+
+
 class LSTMClassifier(nn.Module):
     """Embedding 100x32, a 2-layer LSTM 32->48 (torch._VF.lstm: msprobe's L1 does not record it), tanh of the
     last step, linear 48->5."""
@@ -1586,6 +1604,7 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_bf16_rope_angles_in_bf16": lambda side, rank: _statistics(_rope_gpt(side, torch.bfloat16, True)),
     "stats_bf16_rope_angles_in_fp32_clean": lambda side, rank: _statistics(_rope_gpt(side, torch.bfloat16, False)),
     "stats_bf16_rms_norm_eps": lambda side, rank: _rms_norm_eps(side),
+    "stats_l0_cnn_batch_norm_eps": lambda side, rank: _l0_bn_eps(side),
     "stats_gradient_hook_scaled": lambda side, rank: Plan(_train_step(HookedMLP(0.5 if side == "target" else None),
                                                                       _x((4, 16))), task="statistics"),
     "stats_position_ids_offset": lambda side, rank: _position_offset(side),

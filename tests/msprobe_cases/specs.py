@@ -458,6 +458,11 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "inside bf16 rounding, so every tensor stays within precision and only the argument shows the change.",
              "operator_fault", "Tensor.__add__.0.forward", pass_="forward", argument="input.1",
              jump_over_inputs=2.0),
+    CaseSpec("stats_l0_cnn_batch_norm_eps", "Same CNN and step as `stats_fp16_cnn_clean`, fp32 both sides, dumped "
+             "at L0 (modules only), statistics. Every BatchNorm2d of the target uses eps 1e-3 instead of 1e-5. The "
+             "module dump records no eps, so only the numbers show it: each BatchNorm adds about 1e-3 of its own, "
+             "the error grows over the layers, and float32 rounding explains none of it.", "operator_fault",
+             "Module.bn.BatchNorm2d.forward.0", pass_="forward", differing_inputs=()),
     CaseSpec("stats_gradient_hook_scaled", "MLP fc1-gelu-fc2-gelu-fc3, one MSE training step, fp32, statistics. The "
              "target registers a tensor hook on the first gelu's output that halves its gradient (an aten op: msprobe "
              "records nothing inside it). The forward is bit-identical and the second gelu's backward is right; the "
