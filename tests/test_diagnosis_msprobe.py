@@ -31,6 +31,7 @@ from msprobe_cases.fixtures import msprobe_cases  # noqa: E402,F401 - the sessio
 from msprobe_cases.specs import SPECS  # noqa: E402
 
 from acc_agent.cli import main  # noqa: E402
+from acc_agent.render.tooltext import english_words, to_zh  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -112,6 +113,11 @@ def test_compare_dumps_gives_json(run: tuple[str, bool], msprobe_cases: dict[str
     doc = _parse(case, *_compare(case, with_bench, capsys))
     assert doc.get("rows"), f"{name}: no compared rows{_report(case, doc)}"
     assert doc.get("diagnosis") is not None, f"{name}: no diagnosis{_report(case, doc)}"
+    # a Chinese report translates the diagnosis's sentences by pattern: every one of them must have its pattern
+    diag, first = doc["diagnosis"], doc.get("first_divergence") or {}
+    texts = [diag["explanation"], *diag["next_actions"], *([first["reason"]] if first.get("reason") else [])]
+    untranslated = {t: english_words(to_zh(t)) for t in texts if english_words(to_zh(t))}
+    assert not untranslated, f"{name}: English left in the Chinese report: {untranslated}"
 
 
 @pytest.mark.parametrize("run", RUNS, ids=_run_id)

@@ -209,6 +209,11 @@ RULES: list[tuple[str, str]] = [
      r"(?P<later>\S+), the first later output that mixes positions, differs \((?P<t_err>" + _B + r")\)",
      "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；其输出 {out} 的 Max/Min/Mean/Norm 与 golden 相同"
      "（数值只是换了位置，统计量不变），而之后第一个混合各位置数值的输出 {later} 不同（{t_err}）"),
+    (r"argument (?P<arg>\S+) of (?P<node>\S+) is (?P<tv>.+?) on the target but (?P<gv>.+?) on the golden; its output "
+     r"(?P<out>\S+) stays within precision \((?P<x>\S+)x the allowed error\), as does every tensor of the pass, so the "
+     r"numbers here hide the change, but the two runs do not compute the same thing",
+     "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；其输出 {out} 在精度范围内（允许误差的 {x} 倍），"
+     "该方向的每个张量也都在精度范围内，数值掩盖了这一改变，但两侧计算的不是同一件事"),
     (r"argument (?P<arg>\S+) of (?P<node>\S+) is (?P<tv>.+?) on the target but (?P<gv>.+?) on the golden; its tensor "
      r"inputs agree and its output (?P<out>\S+) differs \((?P<t_err>" + _B + r")\)",
      "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；其张量输入一致，而输出 {out} 不同（{t_err}）"),
@@ -315,11 +320,23 @@ RULES: list[tuple[str, str]] = [
      r"elementwise activation moves each element by at most its largest slope times the input's difference, plus one "
      r"rounding\); ",
      "单点跳变：{node} 的输入一致，输出却超出精度 {x} 倍（逐元素激活函数对每个元素的改变至多为其最大斜率乘以输入差异，再加一次舍入）；"),
-    (r" Its inputs? (?P<args>.+?) (?:has|have) no Mean/Norm in this statistics dump \(msprobe writes only Max/Min for a "
-     r"bool tensor\), so a difference there cannot be seen: it may be where the fault enters \(e\.g\. a mask built one "
-     r"position off\) rather than the operator itself\.",
-     " 其输入 {args} 在此统计量 dump 中没有 Mean/Norm（msprobe 对 bool 张量只记录 Max/Min），因此看不出其中的差异："
-     "故障可能从这里进入（例如掩码错位一格），而不是算子本身。"),
+    (r" Its inputs? (?P<args>.+?) (?:has|have) no Mean/Norm in this statistics dump \(msprobe writes only Max/Min for "
+     r"integer and bool tensors\), so a difference there cannot be seen: it may be where the fault enters \(e\.g\. a "
+     r"mask built one position off, token ids from another tokenizer\) rather than the operator itself\.",
+     " 其输入 {args} 在此统计量 dump 中没有 Mean/Norm（msprobe 对整数和布尔张量只记录 Max/Min），因此看不出其中的差异："
+     "故障可能从这里进入（例如掩码错位一格、来自另一个分词器的 token id），而不是算子本身。"),
+    (r"every tensor of the pass stays within precision, so the numbers do not show its effect here; the argument alone "
+     r"says the two runs compute different things, which larger inputs, longer training or another precision can "
+     r"expose\.",
+     "该方向的每个张量都在精度范围内，数值上看不出它的影响；但仅凭这个参数就可知两侧计算的不是同一件事，"
+     "更大的输入、更长的训练或换一种精度都可能使其显现。"),
+    (r" The error also grows fastest at later (?P<kind>\S+) calls \((?P<calls>[^)]*)\): a setting all (?P<kind2>\S+) "
+     r"calls share may differ \(an eps, a momentum, an approximation or a kernel\), and this is its first call\.",
+     " 误差增长最快的也是之后的 {kind} 调用（{calls}）：所有 {kind2} 调用共用的某个设置可能不同"
+     "（eps、momentum、近似方式或算子内核），而这是它的第一个调用。"),
+    (r"Compare the settings of the (?P<kind>\S+) layers on both sides \(eps, momentum, affine, approximation, the "
+     r"framework's defaults\): one may differ for all of them\.",
+     "对比两侧 {kind} 层的设置（eps、momentum、仿射参数、近似方式、框架默认值）：可能有一项对它们全部不同。"),
     (r"Overflow: (?P<node>\S+) is the first call to produce Inf/NaN from finite inputs; ",
      "溢出：{node} 是第一个由有限输入产生 Inf/NaN 的调用；"),
     (r"The difference enters (?P<node>\S+) through its argument (?P<arg>\S+) \((?P<t_d>" + _B + r")\); ",

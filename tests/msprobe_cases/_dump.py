@@ -682,6 +682,16 @@ def _cnn(side: str, dtype: torch.dtype, fault: str | None = None, steps: int = 1
     return Plan(step, steps=steps, after_step=update)
 
 
+def _mix_llama(side: str) -> Plan:
+    """One MSE training step of a Llama decoder layer at level mix (modules and APIs), bf16 target, no fault."""
+    block = LlamaBlock()
+    x = _x((2, 8, 64))
+    if side == "target":
+        block.to(torch.bfloat16)
+        x = x.to(torch.bfloat16)
+    return Plan(_train_step(block, x), model=block, level="mix", task="statistics")
+
+
 def _l0_bn_eps(side: str) -> Plan:
     """One cross-entropy step of ``CNN`` in float32, dumped at L0 (modules only); the target's BatchNorm2d layers
     all use eps 1e-3 instead of 1e-5 (another framework's default)."""
@@ -1605,6 +1615,7 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_bf16_rope_angles_in_fp32_clean": lambda side, rank: _statistics(_rope_gpt(side, torch.bfloat16, False)),
     "stats_bf16_rms_norm_eps": lambda side, rank: _rms_norm_eps(side),
     "stats_l0_cnn_batch_norm_eps": lambda side, rank: _l0_bn_eps(side),
+    "stats_mix_bf16_llama_clean": lambda side, rank: _mix_llama(side),
     "stats_gradient_hook_scaled": lambda side, rank: Plan(_train_step(HookedMLP(0.5 if side == "target" else None),
                                                                       _x((4, 16))), task="statistics"),
     "stats_position_ids_offset": lambda side, rank: _position_offset(side),

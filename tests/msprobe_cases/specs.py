@@ -463,6 +463,12 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "module dump records no eps, so only the numbers show it: each BatchNorm adds about 1e-3 of its own, "
              "the error grows over the layers, and float32 rounding explains none of it.", "operator_fault",
              "Module.bn.BatchNorm2d.forward.0", pass_="forward", differing_inputs=()),
+    CaseSpec("stats_mix_bf16_llama_clean", "A Llama decoder layer (written-out RMSNorm, causal attention, SiLU gated "
+             "MLP), one MSE training step at level mix, fp32 golden, bf16 target, statistics, no fault. The first "
+             "RMSNorm's multiply by its weight records a None gradient for its first input (the normalised network "
+             "input needs none), and msprobe's \"output 10x its "
+             "inputs' NormRelativeErr\" rule warns on that None row: a rule on the call's tensors, which the diagnosis "
+             "judges, so the run passes.", "no_layer_fault", None, clean=True),
     CaseSpec("stats_gradient_hook_scaled", "MLP fc1-gelu-fc2-gelu-fc3, one MSE training step, fp32, statistics. The "
              "target registers a tensor hook on the first gelu's output that halves its gradient (an aten op: msprobe "
              "records nothing inside it). The forward is bit-identical and the second gelu's backward is right; the "
