@@ -141,7 +141,10 @@ def _describe_stats(t: Tensor, golden: Dump | None, target: Dump | None) -> str 
     gs = [g.stats.get(k) for k in STAT_KEYS]
     xs = [x.stats.get(k) for k in STAT_KEYS]
     if any(v is None for v in gs + xs):
-        return None
+        # msprobe records only Max/Min for integer and bool tensors (an attention mask, token ids): say which moved
+        parts = [f"{k} {_number(xv)} vs {_number(gv)}" for k, gv, xv in zip(STAT_KEYS, gs, xs, strict=True)
+                 if gv is not None and xv is not None and gv != xv]
+        return "statistics differ: " + ", ".join(parts) if parts else None
     if t.m.target_nonfinite and not t.m.golden_nonfinite:
         shown = ", ".join(f"{k} {_number(xv)} vs {_number(gv)}" for k, gv, xv in zip(STAT_KEYS, gs, xs, strict=True)
                           if gv != xv)
