@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 
 
 def value_text(v: object) -> str:
-    """A recorded argument value as a reader writes it: strings in quotes, None as None, numbers plainly."""
+    """A recorded argument value as a reader writes it: strings in quotes, an absent value as none, numbers plainly."""
+    if v is None:
+        return "none"
     if isinstance(v, str):
         return f"'{v}'"
     if isinstance(v, list | tuple):

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name
 from acc_agent.numerics.diagnosis.judge import ELEMENTWISE_SLOPE, inputs_bit_identical
+from acc_agent.numerics.diagnosis.measure import entry
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -292,10 +293,28 @@ def differing_scalar(key: str, golden: Dump | None, target: Dump | None,
     if callee(g_key) != callee(key):
         return None  # a different API (relu paired with gelu by position) has other arguments by nature
     for arg in g_list.keys() - t_list.keys():
-        return arg, g_list[arg], None
+        return arg, g_list[arg], _tensor_at(target, f"{key}.{arg}")
     for arg in t_list.keys() - g_list.keys():
-        return arg, None, t_list[arg]
+        return arg, _tensor_at(golden, f"{g_key}.{arg}"), t_list[arg]
     return None
+
+
+@dataclass(frozen=True)
+class TensorValue:
+    """A tensor recorded where the other run recorded a scalar or None (a bias passed on one side only)."""
+
+    shape: tuple[int, ...] | None
+
+    def __str__(self) -> str:
+        return "a tensor" + (f" of shape {list(self.shape)}" if self.shape is not None else "")
+
+
+def _tensor_at(dump: Dump | None, name: str) -> TensorValue | None:
+    """The tensor ``dump`` recorded under ``name``, where the other run recorded a non-tensor; None if none."""
+    e = entry(dump, name)
+    if e is None:
+        return None
+    return TensorValue(tuple(e.shape) if e.shape is not None else None)
 
 
 _API_CALL = re.compile(r"^(?P<api>.+)\.\d+\.(?:forward|backward)$")
