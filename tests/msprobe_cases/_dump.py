@@ -692,6 +692,21 @@ def _mix_llama(side: str) -> Plan:
     return Plan(_train_step(block, x), model=block, level="mix", task="statistics")
 
 
+class BiasMLP(nn.Module):
+    """fc1, gelu, fc2, gelu, fc3 with fc2's bias 0.5 larger than its init; ``drop_bias``: fc2 is called without it."""
+
+    def __init__(self, drop_bias: bool) -> None:
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(16, 32), nn.Linear(32, 32), nn.Linear(32, 8)
+        with torch.no_grad():
+            self.fc2.bias.add_(0.5)
+        self.drop_bias = drop_bias
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = F.linear(F.gelu(self.fc1(x)), self.fc2.weight, None if self.drop_bias else self.fc2.bias)
+        return self.fc3(F.gelu(h))
+
+
 def _l0_bn_eps(side: str) -> Plan:
     """One cross-entropy step of ``CNN`` in float32, dumped at L0 (modules only); the target's BatchNorm2d layers
     all use eps 1e-3 instead of 1e-5 (another framework's default)."""
@@ -1616,6 +1631,8 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_bf16_rms_norm_eps": lambda side, rank: _rms_norm_eps(side),
     "stats_l0_cnn_batch_norm_eps": lambda side, rank: _l0_bn_eps(side),
     "stats_mix_bf16_llama_clean": lambda side, rank: _mix_llama(side),
+    "stats_linear_bias_dropped": lambda side, rank: Plan(_train_step(BiasMLP(side == "target"), _x((4, 16))),
+                                                        task="statistics"),
     "stats_gradient_hook_scaled": lambda side, rank: Plan(_train_step(HookedMLP(0.5 if side == "target" else None),
                                                                       _x((4, 16))), task="statistics"),
     "stats_position_ids_offset": lambda side, rank: _position_offset(side),

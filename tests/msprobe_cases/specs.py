@@ -469,6 +469,10 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "input needs none), and msprobe's \"output 10x its "
              "inputs' NormRelativeErr\" rule warns on that None row: a rule on the call's tensors, which the diagnosis "
              "judges, so the run passes.", "no_layer_fault", None, clean=True),
+    CaseSpec("stats_linear_bias_dropped", "MLP fc1-gelu-fc2-gelu-fc3, one MSE training step, fp32, statistics. The "
+             "target calls F.linear for fc2 without its bias (a port that drops bias=True): msprobe records input.2 of "
+             "Functional.linear.1 as a tensor on the golden and as None on the target.", "operator_fault",
+             "Functional.linear.1.forward", pass_="forward", argument="input.2"),
     CaseSpec("stats_gradient_hook_scaled", "MLP fc1-gelu-fc2-gelu-fc3, one MSE training step, fp32, statistics. The "
              "target registers a tensor hook on the first gelu's output that halves its gradient (an aten op: msprobe "
              "records nothing inside it). The forward is bit-identical and the second gelu's backward is right; the "
