@@ -354,6 +354,8 @@ RULES: list[tuple[str, str]] = [
      r"difference\.", "此后到末尾误差大致不变（末尾/此处 = {g}），因此它解释了最终的差异。"),
     (r"after it the error shrinks to (?P<g>\S+)x by the end instead of growing, so it explains the final difference\.",
      "此后到末尾误差缩小到 {g} 倍而没有继续增长，因此它解释了最终的差异。"),
+    (r"after it the error grows (?P<g>\S+)x to the end of the pass \((?P<name>\S+)\)\.",
+     "此后到该方向末尾（{name}）误差增长 {g} 倍。"),
     (r"after it the error grows only (?P<g>\S+)x more to the end, so it explains the final difference\.",
      "此后到末尾误差只再增长 {g} 倍，因此它解释了最终的差异。"),
     (r"its effect on the final outputs stays within the bench's rounding noise, so only the layer-by-layer comparison "

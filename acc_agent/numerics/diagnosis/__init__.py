@@ -346,6 +346,10 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                 "final difference.")
     elif growth is not None and growth < 1:
         tail = f"after it the error shrinks to {growth:.2g}x by the end instead of growing, so it explains the final difference."
+    elif growth is not None and growth >= budgets.GROWTH_RATIO:
+        # an argument's difference that barely shows in the call's own output (values moved to other places keep
+        # its statistics) grows as later calls mix it in: nothing says "only" of that
+        tail = f"after it the error grows {growth:.2g}x to the end of the pass ({final.name if final else 'n/a'})."
     elif growth is not None:
         tail = f"after it the error grows only {growth:.2g}x more to the end, so it explains the final difference."
     elif (t.strict == "reordered" or f.shows_at is not None) and final is not None and final is not t \
