@@ -325,6 +325,11 @@ RULES: list[tuple[str, str]] = [
      r"mask built one position off, token ids from another tokenizer\) rather than the operator itself\.",
      " 其输入 {args} 在此统计量 dump 中没有 Mean/Norm（msprobe 对整数和布尔张量只记录 Max/Min），因此看不出其中的差异："
      "故障可能从这里进入（例如掩码错位一格、来自另一个分词器的 token id），而不是算子本身。"),
+    (r" Its per-channel parameters meet its input's channels here: statistics cannot tell a fault in this call from "
+     r"channels permuted before it \(a weight with two output channels swapped keeps every statistic of the tensors "
+     r"before it\), which an md5 or tensor dump tells apart\.",
+     " 它的逐通道参数在这里与输入的各通道相遇：仅凭统计量无法区分本调用的故障与之前的通道被置换"
+     "（输出通道互换的权重不会改变之前任何张量的统计量），md5 或张量 dump 可以区分两者。"),
     (r"every tensor of the pass stays within precision, so the numbers do not show its effect here; the argument alone "
      r"says the two runs compute different things, which larger inputs, longer training or another precision can "
      r"expose\.",

@@ -36,6 +36,7 @@ from acc_agent.numerics.diagnosis.graph import (
     Graph,
     Node,
     Tensor,
+    api_name,
     build,
     module_path,
     split_name,
@@ -421,6 +422,10 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                         "no Mean/Norm in this statistics dump (msprobe writes only Max/Min for integer and bool "
                         "tensors), so a difference there cannot be seen: it may be where the fault enters (e.g. a mask "
                         "built one position off, token ids from another tokenizer) rather than the operator itself.")
+    if f.enters == "operator" and t.m.measure == "statistics" and api_name(node.key) in PER_CHANNEL:
+        explanation += (" Its per-channel parameters meet its input's channels here: statistics cannot tell a fault in "
+                        "this call from channels permuted before it (a weight with two output channels swapped keeps "
+                        "every statistic of the tensors before it), which an md5 or tensor dump tells apart.")
     if first_layer:
         explanation += (" It is also the first layer that computes anything, so a precision setting applied to every "
                         "layer (quantisation, lower-precision kernels) would look the same here: re-run this layer "
@@ -435,6 +440,12 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                  "first_bad_tensor_inside": t.name if f.container is not None else None,
                  "operator_family": probes.family(node.key),
                  "measured_behaviour": measured.shows if measured is not None else None}, **base)
+
+
+#: Normalisations that scale and shift each channel by its own parameters (API names and module classes).
+PER_CHANNEL = frozenset({"batch_norm", "group_norm", "instance_norm", "layer_norm", "rms_norm", "BatchNorm1d",
+                         "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
+                         "InstanceNorm3d", "LayerNorm", "RMSNorm"})
 
 
 def _unseen_inputs(node: Node) -> list[str]:
