@@ -751,8 +751,7 @@ RULES: list[tuple[str, str]] = [
      r"order, e\.g\. transposed", "统计量（Max/Min/Mean/Norm）相同但字节不同（md5）：很可能是相同的数值换了顺序，例如被转置"),
     # values inside sentences already translated: a tensor where the other run passed a scalar, an absent value
     (r"a tensor of shape (?P<s>\[[^\]]*\])", "形状为 {s} 的张量"),
-    (r"(?<=为 )none\b", "无"),
-    (r"(?<=为)none\b", "无"),
+    (r"(?<=为) ?none\b", "无"),
     (r"a tensor of shape (?P<s>\[[^\]]*\]) on the golden, (?P<b>\S+) on the target",
      "golden 侧为形状 {s} 的张量，目标侧为 {b}"),
     (r"(?P<a>\S+) on the golden, a tensor of shape (?P<s>\[[^\]]*\]) on the target",

@@ -682,29 +682,20 @@ def _cnn(side: str, dtype: torch.dtype, fault: str | None = None, steps: int = 1
     return Plan(step, steps=steps, after_step=update)
 
 
-def _mix_llama(side: str) -> Plan:
-    """One MSE training step of a Llama decoder layer at level mix (modules and APIs), bf16 target, no fault."""
-    block = LlamaBlock()
-    x = _x((2, 8, 64))
-    if side == "target":
-        block.to(torch.bfloat16)
-        x = x.to(torch.bfloat16)
-    return Plan(_train_step(block, x), model=block, level="mix", task="statistics")
-
-
-class BiasMLP(nn.Module):
-    """fc1, gelu, fc2, gelu, fc3 with fc2's bias 0.5 larger than its init; ``drop_bias``: fc2 is called without it."""
+class BiasMLP(MLP):
+    """``MLP`` 16-32-32-8 with the second linear's bias 0.5 larger than its init; ``drop_bias``: that linear is called
+    without it."""
 
     def __init__(self, drop_bias: bool) -> None:
-        super().__init__()
-        self.fc1, self.fc2, self.fc3 = nn.Linear(16, 32), nn.Linear(32, 32), nn.Linear(32, 8)
+        super().__init__((16, 32, 32, 8))
         with torch.no_grad():
-            self.fc2.bias.add_(0.5)
+            self.fcs[1].bias.add_(0.5)
         self.drop_bias = drop_bias
 
     def forward(self, x: Tensor) -> Tensor:
-        h = F.linear(F.gelu(self.fc1(x)), self.fc2.weight, None if self.drop_bias else self.fc2.bias)
-        return self.fc3(F.gelu(h))
+        fc1, fc2, fc3 = self.fcs
+        h = F.linear(F.gelu(fc1(x)), fc2.weight, None if self.drop_bias else fc2.bias)
+        return fc3(F.gelu(h))
 
 
 def _l0_bn_eps(side: str) -> Plan:
@@ -857,33 +848,35 @@ class RopeGPT(nn.Module):
         return self.head(self.n(x)), new
 
 
-def _rms_norm_eps(side: str) -> Plan:
-    """A Llama decoder layer, bf16 target; the target's first RMSNorm adds eps 1e-2 instead of 1e-6."""
+def _llama_layer(side: str, level: str = "L1", input_eps: float | None = None) -> Plan:
+    """One MSE training step of a Llama decoder layer, bf16 target, statistics; ``input_eps``: the target's first
+    RMSNorm adds that eps instead of 1e-6."""
     block = LlamaBlock()
     x = _x((2, 8, 64))
     if side == "target":
-        block.input_layernorm.eps = 1e-2
+        if input_eps is not None:
+            block.input_layernorm.eps = input_eps
         block.to(torch.bfloat16)
         x = x.to(torch.bfloat16)
-    return Plan(_train_step(block, x), task="statistics")
+    return Plan(_train_step(block, x), model=block if level != "L1" else None, level=level, task="statistics")
 
 
-class HookedMLP(nn.Module):
-    """fc1, gelu, fc2, gelu, fc3; with ``grad_scale`` a tensor hook scales the gradient of the first gelu's output.
+class HookedMLP(MLP):
+    """``MLP`` 16-32-32-8; with ``grad_scale`` a tensor hook scales the gradient of the first gelu's output.
 
     The hook uses an aten op, so msprobe records nothing inside it: the scaled gradient is not any dumped output."""
 
     def __init__(self, grad_scale: float | None) -> None:
-        super().__init__()
-        self.fc1, self.fc2, self.fc3 = nn.Linear(16, 32), nn.Linear(32, 32), nn.Linear(32, 8)
+        super().__init__((16, 32, 32, 8))
         self.grad_scale = grad_scale
 
     def forward(self, x: Tensor) -> Tensor:
-        h = F.gelu(self.fc1(x))
+        fc1, fc2, fc3 = self.fcs
+        h = F.gelu(fc1(x))
         scale = self.grad_scale
         if scale is not None and h.requires_grad:
             h.register_hook(lambda g: torch.ops.aten.mul.Scalar(g, scale))
-        return self.fc3(F.gelu(self.fc2(h)))
+        return fc3(F.gelu(fc2(h)))
 
 
 class PositionLM(nn.Module):
@@ -1119,19 +1112,6 @@ def _two_ranks(side: str, rank: int, wrong_gelu: Callable[..., Tensor] = gelu_pl
     return Plan(_forward(model, ids))
 
 
-class GeluMLP(nn.Module):
-    """fc1 16->32, gelu, fc2 32->32, gelu, fc3 32->8."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(16, 32)
-        self.fc2 = nn.Linear(32, 32)
-        self.fc3 = nn.Linear(32, 8)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.fc3(F.gelu(self.fc2(F.gelu(self.fc1(x)))))
-
-
 def _data_parallel(side: str, rank: int, fault_rank: int, fault: str, level: str = "L1") -> Plan:
     """Data-parallel training (DistributedDataParallel over gloo): every rank its own batch, one MSE step.
 
@@ -1145,7 +1125,7 @@ def _data_parallel(side: str, rank: int, fault_rank: int, fault: str, level: str
     if fault == "custom_backward":
         base = CustomMLP(make_scaled_tanh(wrong, every(2, torch.empty(4, 32))))
     else:
-        base = GeluMLP()
+        base = MLP((16, 32, 32, 8))
         if wrong:
             patch_calls("gelu", {1}, gelu_plus_one)
     model = DistributedDataParallel(base)
@@ -1628,9 +1608,9 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_bf16_unet_timestep_embedding": lambda side, rank: _statistics(_unet(side, torch.bfloat16)),
     "stats_bf16_rope_angles_in_bf16": lambda side, rank: _statistics(_rope_gpt(side, torch.bfloat16, True)),
     "stats_bf16_rope_angles_in_fp32_clean": lambda side, rank: _statistics(_rope_gpt(side, torch.bfloat16, False)),
-    "stats_bf16_rms_norm_eps": lambda side, rank: _rms_norm_eps(side),
+    "stats_bf16_rms_norm_eps": lambda side, rank: _llama_layer(side, input_eps=1e-2),
     "stats_l0_cnn_batch_norm_eps": lambda side, rank: _l0_bn_eps(side),
-    "stats_mix_bf16_llama_clean": lambda side, rank: _mix_llama(side),
+    "stats_mix_bf16_llama_clean": lambda side, rank: _llama_layer(side, "mix"),
     "stats_linear_bias_dropped": lambda side, rank: Plan(_train_step(BiasMLP(side == "target"), _x((4, 16))),
                                                         task="statistics"),
     "stats_gradient_hook_scaled": lambda side, rank: Plan(_train_step(HookedMLP(0.5 if side == "target" else None),

@@ -17,6 +17,7 @@ from acc_agent.numerics.diagnosis import advice
 from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name
 from acc_agent.numerics.diagnosis.localise import Finding
 from acc_agent.numerics.diagnosis.probes import Probe
+from acc_agent.numerics.diagnosis.shared_setting import layer_growth
 from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
 
 JudgedAgainst = Literal["bench", "dtype_budget"]
@@ -256,17 +257,10 @@ def operator_actions(node: Node, f: Finding, difference: str | None, probe: Prob
 
 def accumulation(start: Tensor, final: Tensor | None, growth: float, graph: Graph, direction: str,
                  base: JudgementFields) -> Diagnosis:
-    layers: list[LayerGrowth] = []
-    for node in graph.nodes:
-        if not node.computing or node.pos < (start.node.pos if start.node else 0):
-            continue
-        o = node.worst_output()
-        ins = [x for x in node.inputs if x.err is not None and math.isfinite(x.err)]
-        i = max(ins, key=lambda x: x.err or 0.0, default=None)
-        if o is None or o.err is None or i is None or not i.err or o.direction != direction:
-            continue
-        layers.append(LayerGrowth(module=node.key, name=o.name, input_error=i.err, output_error=o.err,
-                                  growth=o.err / i.err))
+    layers = [LayerGrowth(module=node.key, name=o.name, input_error=i.err, output_error=o.err,
+                          growth=o.err / i.err)
+              for node, i, o in layer_growth(graph, direction, start.node.pos if start.node else 0)
+              if o.err is not None and i.err]
     layers.sort(key=lambda x: -(x.growth or 0.0))
     top = layers[:5]
     names = ", ".join(f"{lg.module} ({fmt(lg.growth, '.2g')}x)" for lg in top[:3])

@@ -82,12 +82,7 @@ def _hidden_argument(tensors: list[Tensor], golden: Dump | None, target: Dump | 
     An RMSNorm's eps set to 1e-2 instead of 1e-6 moves a bf16 output by less than bf16 rounding, so no tensor
     shows it, while the argument itself says the runs compute different things: a configuration error that
     larger inputs or another precision will expose."""
-    seen: set[int] = set()
-    for t in tensors:
-        node = t.node
-        if node is None or not node.computing or id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in dict.fromkeys(t.node for t in tensors if t.node is not None and t.node.computing):
         out = next((x for x in node.outputs if x.judged), None)
         if out is None:
             continue

@@ -38,6 +38,22 @@ def starts_in_float32_call(start: Tensor) -> bool:
         and api_name(node.key) not in GEMM_CALLS
 
 
+def layer_growth(graph: Graph, direction: str, after: int) -> list[tuple[Node, Tensor, Tensor]]:
+    """Each computing call of the pass from position ``after`` on with an error figure on both sides: the call,
+    its worst input (largest finite error) and its worst output. How much a call grows the error it receives."""
+    out: list[tuple[Node, Tensor, Tensor]] = []
+    for n in graph.nodes:
+        if not n.computing or n.pos < after:
+            continue
+        o = n.worst_output()
+        ins = [x for x in n.inputs if x.err is not None and math.isfinite(x.err)]
+        i = max(ins, key=lambda x: x.err or 0.0, default=None)
+        if o is None or o.err is None or i is None or not i.err or o.direction != direction:
+            continue
+        out.append((n, i, o))
+    return out
+
+
 def same_kind_growth(start: Tensor, graph: Graph, direction: str) -> list[Node]:
     """The calls of ``start``'s kind among the layers after it where the error grows fastest (at least two of
     ``FASTEST``; empty otherwise): a setting those calls share, with ``start``'s call first."""
@@ -45,15 +61,8 @@ def same_kind_growth(start: Tensor, graph: Graph, direction: str) -> list[Node]:
     if node is None:
         return []
     kind = api_name(node.key)
-    growth: list[tuple[float, Node]] = []
-    for n in graph.nodes:
-        if not n.computing or n.pos <= node.pos or n.direction != direction:
-            continue
-        out = n.worst_output()
-        ins = [x.err for x in n.inputs if x.err is not None and math.isfinite(x.err)]
-        if out is None or out.err is None or not ins or not max(ins):
-            continue
-        growth.append((out.err / max(ins), n))
+    growth = [(o.err / i.err, n) for n, i, o in layer_growth(graph, direction, node.pos + 1)
+              if o.err is not None and i.err]
     fastest = [n for _, n in sorted(growth, key=lambda g: -g[0])[:FASTEST]]
     same = [n for n in fastest if api_name(n.key) == kind]
     return sorted([node, *same], key=lambda n: n.pos) if len(same) >= 2 else []
