@@ -96,3 +96,51 @@ def test_tensor_folders_are_opened_here(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(parallel_open.os, "fork", no_fork)
     g, t = parallel_open.open_pair(tmp_path / "g", tmp_path / "t")
     assert [e.name for e in t.ranks[""].entries] == ["x"] and g.ranks[""].kind == t.ranks[""].kind
+
+
+def _leaf(dtype: str, shape: list[int], stats: dict[str, object], **extra: object) -> dict[str, object]:
+    return {"type": "torch.Tensor", "dtype": dtype, "shape": shape, **stats, "requires_grad": False, **extra}
+
+
+@pytest.mark.parametrize("odd_name", [False, True])
+def test_every_kind_of_statistic_comes_back_as_parsed(tmp_path: Path, forked_pids: list[int], odd_name: bool) -> None:
+    """bool and int tensors' Max/Min (msprobe writes true / 3, not floats), an empty tensor's null statistics, a
+    statistic left out, md5 digests, tensor files, NaN and Inf, a name with a NUL in it: what comes back from
+    the child is exactly what the sequential parse reads."""
+    import json
+
+    floats = {"Max": 1.5, "Min": -2.0, "Mean": 0.25, "Norm": 3.0}
+    data = {
+        "Functional.embedding.0.forward": {
+            "input_args": [_leaf("torch.int64", [2, 8], {"Max": 31, "Min": 0, "Mean": 12.5, "Norm": 80.0}),
+                           _leaf("torch.float32", [32, 4], floats, md5="a1b2c3d4")],
+            "input_kwargs": {"padding_idx": {"type": "int", "value": 0}},
+            "output": [_leaf("torch.float32", [2, 8, 4], {"Max": float("inf"), "Min": float("nan"), "Mean": 0.0,
+                                                        "Norm": 1.0}, data_name="Functional.embedding.0.forward.output.0.npy")],
+        },
+        "Tensor.masked_fill.0.forward": {
+            "input_args": [_leaf("torch.bool", [2, 8], {"Max": True, "Min": False, "Mean": 0.5, "Norm": 4.0}),
+                           _leaf("torch.float32", [0], {"Max": None, "Min": None, "Mean": None, "Norm": None})],
+            "output": [_leaf("torch.float32", [2, 8], {"Max": 1.0, "Min": 0.0, "Mean": 0.5})],
+        },
+    }
+    if odd_name:
+        data["Functional.relu\u0000x.0.forward"] = {"input_args": [_leaf("torch.float32", [4], floats)],
+                                                     "output": [_leaf("torch.float32", [4], floats)]}
+    for side in ("golden", "target"):
+        rank = tmp_path / side / "step0" / "rank0"
+        rank.mkdir(parents=True)
+        doc = {"task": "statistics", "level": "L1", "framework": "pytorch", "dump_data_dir": None, "data": data}
+        (rank / "dump.json").write_text(json.dumps(doc), encoding="utf-8")  # NaN/Infinity as msprobe writes them
+    g_pair, t_pair = parallel_open.open_pair(tmp_path / "golden", tmp_path / "target")
+    assert forked_pids, "the target was not parsed in a child"
+    g_seq = open_dump_set(tmp_path / "golden")
+    t_seq = open_dump_set(tmp_path / "target", like=g_seq)
+    got, want = t_pair.ranks["step0/rank0"].entries, t_seq.ranks["step0/rank0"].entries
+    assert [repr(e) for e in got] == [repr(e) for e in want]  # repr: NaN equals NaN, and 31 is not 31.0
+    assert [[type(v) for v in e.stats.values()] for e in got] == [[type(v) for v in e.stats.values()] for e in want]
+    assert got[0].stats == {"Max": 31, "Min": 0, "Mean": 12.5, "Norm": 80.0} and got[1].md5 == "a1b2c3d4"
+    assert got[3].stats["Max"] is True and got[4].stats == {"Max": None, "Min": None, "Mean": None, "Norm": None}
+    assert got[5].stats == {"Max": 1.0, "Min": 0.0, "Mean": 0.5}
+    assert t_pair.ranks["step0/rank0"].scalars == t_seq.ranks["step0/rank0"].scalars
+    _no_child_left(forked_pids)
