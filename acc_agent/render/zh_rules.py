@@ -200,6 +200,12 @@ RULES: list[tuple[str, str]] = [
     (r"(?P<node>\S+) is the first call whose inputs are finite and whose output holds Inf/NaN on the target "
      r"\((?P<i>\d+) Inf, (?P<n>\d+) NaN where the golden has none\): an overflow",
      "{node} 是第一个输入有限而目标侧输出含 Inf/NaN 的调用（{i} 个 Inf，{n} 个 NaN，golden 侧没有）：溢出"),
+    (r"(?P<node>\S+) is the first call whose inputs are finite and whose output holds Inf/NaN on the target "
+     r"\(recorded (?P<stats>[^()]+) where the golden's are finite\): an overflow",
+     "{node} 是第一个输入有限而目标侧输出含 Inf/NaN 的调用（目标侧记录的 {stats}，golden 侧均为有限值）：溢出"),
+    (r"(?P<node>\S+) is the first call whose inputs are finite and whose output holds Inf/NaN on the target "
+     r"\(Inf/NaN in its recorded statistics where the golden's are finite\): an overflow",
+     "{node} 是第一个输入有限而目标侧输出含 Inf/NaN 的调用（目标侧记录的统计量含 Inf/NaN，golden 侧均为有限值）：溢出"),
     (r"the network's input (?P<name>\S+) already differs \((?P<t_err>" + _B + r")\): the two runs were not fed the same data",
      "网络输入 {name} 已经不同（{t_err}）：两次运行的输入数据不同"),
     (r"the first compared tensor already differs: the two runs were not fed the same data",
@@ -521,6 +527,15 @@ RULES: list[tuple[str, str]] = [
      r"are different data \(another sample, augmentation, tokenizer\)\.",
      "，且 golden 输入的通道反转、轴置换或仿射（均值/标准差）映射都无法解释它：输入是不同的数据（另一个样本、数据增强或 tokenizer）。"),
     (r" Ranks: the divergence starts on (?P<rank>[^;.；\s]+)", " 各 rank：偏离从 {rank} 开始"),
+    (r" Steps and ranks: the divergence starts on (?P<rank>[^;.；\s]+)", " 各 step/rank：偏离从 {rank} 开始"),
+    (r" The weights that enter step (?P<n>\d+) differ while every earlier step agrees, its gradients included: the "
+     r"optimizer's update between the steps differs\.",
+     " 进入第 {n} 步的权重不同，而之前的每一步（包括梯度）都一致：两步之间优化器的更新不同。"),
+    (r"Compare the optimizer of the two runs: its type, learning rate and schedule, momentum or Adam betas and eps, "
+     r"weight decay, gradient clipping and loss scaling, and which parameters it updates; the step before agrees "
+     r"everywhere, so only the update between the steps changed the weights\.",
+     "对比两次运行的优化器：类型、学习率及其调度、动量或 Adam 的 betas 与 eps、权重衰减、梯度裁剪和 loss scaling，以及它更新哪些参数；"
+     "前一步处处一致，因此只有两步之间的更新改变了权重。"),
     (r"(?<=无问题的 rank：)none", "无"),
     (r"; (?P<ranks>\S+(?:, \S+)*) only receives? it through a collective \(its own inputs agree\)",
      "；{ranks} 只是通过集合通信收到它（其自身输入一致）"),
@@ -739,6 +754,9 @@ RULES: list[tuple[str, str]] = [
     (r"Max, Min, Mean and Norm are all (?P<x>\S+)x the golden's: most likely every element scaled by a constant factor "
      r"\(a scaling or a wrong config value\)", "Max、Min、Mean 和 Norm 都是 golden 的 {x} 倍：很可能每个元素都被乘以同一个常数因子"
      "（缩放或配置值有误）"),
+    (r"the same Max and Min, the only statistics msprobe records for an integer or bool tensor, but another md5 "
+     r"digest: other elements hold other values",
+     "Max 与 Min 相同（msprobe 对整数或布尔张量只记录这两项），但 md5 摘要不同：其他元素的取值不同"),
     (r"^statistics differ: (?P<l>.+)$", "统计量不同：{l}"),
     (r"statistics differ: (?=(?:Max|Min|Mean|Norm) )", "统计量不同："),
     (r"\b(?P<k>Max|Min|Mean|Norm) (?P<a>-?(?:[\d.]+(?:e[-+]?\d+)?|Inf|NaN)) vs (?P<b>-?(?:[\d.]+(?:e[-+]?\d+)?|Inf|NaN))\b",

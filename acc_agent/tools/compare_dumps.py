@@ -550,7 +550,8 @@ def _merged(params: CompareDumpsInput, outcomes: list[RankOutcome], infos: list[
         background.send()  # the CSV's children finish the table while the rest of the result is built
     no_fault = diagnosis.category == "no_layer_fault"
     cancelled = _listed(outcomes) if no_fault else frozenset()
-    not_judged = _listed(outcomes, "other_shapes_not_judged") if no_fault else frozenset()
+    not_judged = _listed(outcomes, "other_shapes_not_judged") | _listed(outcomes, "digests_after_a_later_write") \
+        if no_fault else frozenset()
     autocast = no_fault and any(o.diagnosis is not None and o.diagnosis.details.get("autocast_precision")
                                 for o in outcomes)
     verdict = _verdict(rows, scalar_rows, no_fault=no_fault, cancelled=cancelled, not_judged=not_judged,

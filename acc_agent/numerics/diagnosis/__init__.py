@@ -30,6 +30,7 @@ from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, InputTransfor
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis import explain, leaves, probes
 from acc_agent.numerics.diagnosis.conditioning import flag_ill_conditioned, ill_conditioned
+from acc_agent.numerics.diagnosis.digests import racing_digests
 from acc_agent.numerics.diagnosis.gemm_precision import coarse_gemms
 from acc_agent.numerics.diagnosis.graph import (
     ROOT_MODULE_PATHS,
@@ -67,6 +68,7 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
     graph = build(rows, golden, target, bench, precision, mixed)
     use_bench = bench is not None and any(t.m.bench_err is not None for t in graph.tensors)
     judge(graph, use_bench)
+    raced = racing_digests(graph)
     compared_by = _compared_by(graph)
     forward, backward = in_pass(graph, "forward"), in_pass(graph, "backward")
     direction = "forward" if any(t.judged for t in forward) else "backward"
@@ -107,6 +109,16 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         diag.judgement_note += (f" The target mixes float32 with {low} tensors and the golden holds no {low} tensor "
                                 f"(autocast): its float32 tensors carry the {low} calls' error, so they were judged at "
                                 f"{low} precision too.")
+    if raced:
+        # the verdict of a clean run leaves their rows to this judgement (see compare_dumps.verdict's not_judged)
+        diag.details["digests_after_a_later_write"] = [t.name for t in raced]
+        outputs = [t.name for t in raced if not t.is_input]
+        diag.judgement_note += (f" {len(outputs)} output{'s' * (len(outputs) > 1)} ({outputs[0]}) "
+                                f"{'have' if len(outputs) > 1 else 'has'} another md5 digest with every statistic equal, "
+                                f"while the calls that read {'them' if len(outputs) > 1 else 'it'} return the golden's "
+                                "exact bytes: msprobe digests a tensor on the CPU in a background thread, after a later "
+                                "in-place write (an all_reduce, add_) may have landed, so such a digest differs from run "
+                                "to run. Not judged.")
     if incomparable:
         many = len(incomparable) > 1
         diag.details["other_shapes_not_judged"] = incomparable[:12]
@@ -327,7 +339,8 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     first_layer = f.enters == "operator" and not any(
         x.judged and not x.is_input and x.pos < start and x.node is not None and x.node.computing
         for x in graph.tensors if x.direction == direction)
-    growth = None if t.strict in ("reordered", "moved") else _growth(final, _where_it_shows(f))
+    shows = _where_it_shows(f)
+    growth = None if t.strict in ("reordered", "moved") else _growth(final, shows)
     where = (f.container or node).key
     if f.hidden:
         tail = ("every tensor of the pass stays within precision, so the numbers do not show its effect here; the "
@@ -356,12 +369,13 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     elif (t.strict == "reordered" or f.shows_at is not None) and final is not None and final is not t \
             and final.err is not None:
         tail = f"the difference reaches {explain.fmt(final.err, '.3g')} relative error at the end of the pass ({final.name})."
-    elif (final is None or final is t) and (last := _last_output(graph, direction)) is not None and last.node is not node:
+    elif (final is None or final in (t, shows)) and (last := _last_output(graph, direction)) is not None \
+            and last.node is not node:
         tail = (f"the Inf/NaN reach the end of the pass ({last.name})." if last.m.target_nonfinite
                 and not last.m.golden_nonfinite else
                 f"no later output has an error figure, so how its error reaches the end of the pass ({last.name}) "
                 "cannot be measured.")
-    elif final is None or final is t:
+    elif final is None or final in (t, shows):
         tail = "it is the last compared call of the pass."
     elif t.m.target_nonfinite:
         tail = f"the Inf/NaN do not reach the end of the pass ({final.name} is finite)."
@@ -436,6 +450,7 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         details={"operator": node.key, "final_row": final.name if final else None,
                  "growth_after_divergence": growth, "first_computing_layer": first_layer,
                  "enters_through": f.enters, "argument": f.argument, "difference": difference,
+                 "argument_kind": t.leaf if f.enters == "argument" and f.scalar is None else None,
                  "inputs_statistics_cannot_show": unseen,
                  "first_bad_tensor_inside": t.name if f.container is not None else None,
                  "operator_family": probes.family(node.key),

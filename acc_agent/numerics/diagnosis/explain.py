@@ -109,12 +109,27 @@ RECOMPUTED_FROM = {"forward": ("inputs and arguments", "output", "call"),
                    "backward": ("forward inputs and incoming gradient", "input gradient", "gradient")}
 
 
+def _nonfinite_stats(t: Tensor) -> str:
+    """Which of the target's recorded statistics are Inf/NaN, e.g. "its Max is inf, its Norm inf"."""
+    stats = t.row.__dict__.get("target_stats") or {}
+    bad = [f"{k} {'NaN' if math.isnan(v) else ('Inf' if v > 0 else '-Inf')}" for k in ("Max", "Min", "Mean", "Norm")
+           if isinstance(v := stats.get(k), float) and not math.isfinite(v)]
+    return "recorded " + ", ".join(bad) if bad else "Inf/NaN in its recorded statistics"
+
+
 def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
     t, node = f.tensor, f.node
     err = f"{'relative error' if t.m.measure == 'tensor' else 'statistics differ by'} {fmt(t.err)}"
+    if t.m.measure == "md5" and t.err is not None and math.isinf(t.err):
+        err = "md5 differs"  # integer or bool bytes, or values moved: no size to give
     if f.enters == "overflow":
+        counts = t.row.target_inf, t.row.target_nan
+        if t.m.measure != "tensor" or counts == (None, None):  # statistics show Inf/NaN but do not count them
+            shown = _nonfinite_stats(t)
+            return (f"{node.key} is the first call whose inputs are finite and whose output holds Inf/NaN on the "
+                    f"target ({shown} where the golden's are finite): an overflow")
         return (f"{node.key} is the first call whose inputs are finite and whose output holds Inf/NaN on the target "
-                f"({t.row.target_inf or 0} Inf, {t.row.target_nan or 0} NaN where the golden has none): an overflow")
+                f"({counts[0] or 0} Inf, {counts[1] or 0} NaN where the golden has none): an overflow")
     if f.enters == "data_input":
         return f"the network's input {t.name} already differs ({err}): the two runs were not fed the same data"
     if f.enters == "argument" and f.scalar is not None:

@@ -44,6 +44,21 @@ def _label(key: str, several_steps: bool) -> str:
     return key if several_steps and step_of(key) is not None else rank_name(key)
 
 
+#: What to check when the weights differ only from a later step on (see _updated_between_steps).
+OPTIMIZER_ACTION = ("Compare the optimizer of the two runs: its type, learning rate and schedule, momentum or Adam "
+                    "betas and eps, weight decay, gradient clipping and loss scaling, and which parameters it updates; "
+                    "the step before agrees everywhere, so only the update between the steps changed the weights.")
+
+
+def _updated_between_steps(diag: Diagnosis, step: int, findings: list[RankFinding]) -> bool:
+    """Whether a parameter first differs at a step after earlier steps that are clean everywhere (forward and backward):
+    nothing but the optimizer's update stands between them."""
+    if step <= 0 or diag.details.get("argument_kind") != "parameter":
+        return False
+    earlier = [f for f in findings if f.step is not None and f.step < step]
+    return bool(earlier) and all(f.status == "clean" for f in earlier)
+
+
 def _via_collective(fd: FirstDivergence | None) -> bool:
     if fd is None or fd.module is None:
         return False
@@ -98,7 +113,8 @@ def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Di
     later_steps = several_steps and any((f.step or 0) > pick_step for f in findings
                                         if f.status in ("diverges", "via_collective"))
     if fd is not None:
-        text = f" Ranks: the divergence starts on {_label(pick.key, several_steps)}"
+        text = f" {'Steps and ranks' if several_steps else 'Ranks'}: the divergence starts on " \
+               f"{_label(pick.key, several_steps)}"
         if received:
             verb = "receives" if len(received) == 1 else "receive"
             text += f"; {', '.join(received)} only {verb} it through a collective (its own inputs agree)"
@@ -109,6 +125,10 @@ def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Di
             text += (" A later step starts from weights the earlier step's differing gradients already updated, so its "
                      "divergence follows from this one and is not a fault of its own.")
         diag.explanation += text
+        if _updated_between_steps(diag, pick_step, findings):
+            diag.explanation += (f" The weights that enter step {pick_step} differ while every earlier step agrees, its "
+                                 "gradients included: the optimizer's update between the steps differs.")
+            diag.next_actions.insert(0, OPTIMIZER_ACTION)
     elif len(clean) == len(findings):
         diag.explanation += (f" All {len(findings)} step and rank dumps are clean." if several_steps
                              else f" All {len(findings)} ranks are clean.")

@@ -1,0 +1,49 @@
+"""md5 digests that describe a later write, not the call's result.
+
+msprobe digests a tensor (``summary_mode: md5``) in a background thread. On an accelerator it first
+copies the tensor to the host, so the digest is of the call's result; on the CPU it digests the tensor
+itself, so a write that lands before the thread gets to it (an in-place ``all_reduce`` of an
+activation, an ``add_``, an optimizer step) is digested too. Run twice, the same CPU program then
+records different digests for the same output. Its statistics are computed at the call, so they stay
+equal, and the digest differs with every statistic equal: the mark of values moved. A real move
+changes what the next call computes. When the next calls' outputs are bit-identical to the golden's,
+the bytes they read were the golden's, and the digest is the race.
+"""
+
+from __future__ import annotations
+
+import math
+
+from acc_agent.numerics.diagnosis.graph import Graph, Tensor
+
+
+def racing_digests(graph: Graph) -> list[Tensor]:
+    """Outputs judged as "values moved" (md5 differs, statistics equal) whose every consumer call returns exactly
+    the golden's bytes: they and the inputs that are their data are left unjudged and returned, outputs first."""
+    consumers: dict[int, list[Tensor]] = {}
+    moved = [t for t in graph.tensors if t.strict == "reordered" and not t.is_input]
+    if not moved:
+        return []
+    wanted = {id(t) for t in moved}
+    for x in graph.tensors:
+        p = x.producer
+        if p is not None and id(p) in wanted and x.is_input:
+            consumers.setdefault(id(p), []).append(x)
+    left: list[Tensor] = []
+    for t in moved:
+        reads = consumers.get(id(t), [])
+        if reads and all(_returns_golden_bytes(x) for x in reads):
+            left.append(t)
+    readers = [x for t in left for x in consumers[id(t)]]
+    for t in left + readers:  # a reader holds the same recorded digest: no more a difference than its producer
+        t.excess, t.strict = math.nan, None
+    return left + readers
+
+
+def _returns_golden_bytes(x: Tensor) -> bool:
+    """Whether the call that reads ``x`` gives outputs with the golden's digests, every one of them."""
+    node = x.node
+    if node is None:
+        return False
+    outputs = [o for o in node.outputs if o.err is not None]
+    return bool(outputs) and all(o.m.measure == "md5" and o.err == 0.0 for o in outputs)

@@ -1,0 +1,59 @@
+"""md5 digests msprobe takes after a later in-place write: not a fault, and not the rank that goes first.
+
+Real dumps (tests/data/msprobe_md5_digest_race, see its README): on rank 0 the two runs recorded different
+digests for a gelu output that an in-place all_reduce overwrites next, with every statistic equal and the
+all_reduce's output bit-identical; rank 1's target holds fc2's weight x1.5.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from acc_agent.models.compare import CompareDumpsInput
+from acc_agent.tools.compare_dumps import compare_dumps
+
+DATA = Path(__file__).parent / "data" / "msprobe_md5_digest_race"
+GELU_OUT = "Functional.gelu.0.forward.output.0"
+
+
+def _ranks(tmp_path: Path, ranks: tuple[int, ...]) -> tuple[Path, Path]:
+    for side in ("golden", "target"):
+        for r in ranks:
+            shutil.copytree(DATA / side / "step0" / f"rank{r}", tmp_path / side / "step0" / f"rank{r}")
+    return tmp_path / "golden", tmp_path / "target"
+
+
+def test_the_fault_on_rank1_is_named_and_rank0_is_clean(tmp_path: Path) -> None:
+    golden, target = _ranks(tmp_path, (0, 1))
+    out = compare_dumps(CompareDumpsInput(golden=str(golden), target=str(target), workers=1))
+    assert out.verdict == "fail" and out.diagnosis is not None and out.first_divergence is not None
+    assert out.first_divergence.name == "Functional.linear.1.forward.input.1"
+    assert out.first_divergence.argument == "input.1"
+    assert out.diagnosis.category == "operator_fault"
+    assert (out.first_divergence.rank, out.first_divergence.rank_key) == ("rank1", "step0/rank1")
+    assert "clean: rank0" in out.diagnosis.explanation
+    assert "it is the last compared call of the pass" in out.diagnosis.explanation  # linear.1 is the last call
+
+
+def test_a_clean_rank_with_a_racing_digest_passes(tmp_path: Path) -> None:
+    golden, target = _ranks(tmp_path, (0,))
+    out = compare_dumps(CompareDumpsInput(golden=str(golden), target=str(target), workers=1))
+    assert out.verdict == "pass" and out.diagnosis is not None
+    assert out.diagnosis.category == "no_layer_fault" and out.first_divergence is None
+    assert out.diagnosis.details["digests_after_a_later_write"] == [
+        GELU_OUT, "Distributed.all_reduce.0.forward.input.0"]
+    assert "background thread" in out.diagnosis.judgement_note
+
+
+def test_values_moved_that_change_the_next_call_stay_the_fault(tmp_path: Path) -> None:
+    """The same digests, but the all_reduce's output digest differs too: what it read was other bytes."""
+    golden, target = _ranks(tmp_path, (0,))
+    path = target / "step0" / "rank0" / "dump.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["data"]["Distributed.all_reduce.0.forward"]["output"][0]["md5"] = "0badf00d"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    out = compare_dumps(CompareDumpsInput(golden=str(golden), target=str(target), workers=1))
+    assert out.first_divergence is not None and out.first_divergence.name == GELU_OUT
+    assert out.diagnosis is not None and "digests_after_a_later_write" not in out.diagnosis.details
