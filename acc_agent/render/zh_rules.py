@@ -224,7 +224,7 @@ RULES: list[tuple[str, str]] = [
      r"inputs agree and its output (?P<out>\S+) differs \((?P<t_err>" + _B + r")\)",
      "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；其张量输入一致，而输出 {out} 不同（{t_err}）"),
     (r"(?P<name>\S+) \((?P<t_what>a parameter or buffer|an index or mask tensor|a tensor no dumped call produced|an "
-     r"input)\) already differs \((?P<t_err>[^;]*); (?P<t_how>" + _B + r")\) while every tensor before it agrees"
+     r"input|on the golden the output of \S+; no call the target dumps before it produced it)\) already differs \((?P<t_err>[^;]*); (?P<t_how>" + _B + r")\) while every tensor before it agrees"
      r"(?P<t_seen>(?: within precision)?(?: \(" + _B + r"\))?): the difference enters (?P<node>\S+) through (?P<arg>\S+)",
      "{name}（{t_what}）已经不同（{t_err}；{t_how}），而其之前的所有张量都一致{t_seen}：差异经由 {arg} 进入 {node}"),
     (r"(?P<name>\S+) \((?P<t_what>a parameter or buffer|an index or mask tensor|a tensor no dumped call produced|an "
@@ -534,12 +534,12 @@ RULES: list[tuple[str, str]] = [
     (r"Compare the optimizer of the two runs: its type, learning rate and schedule, momentum or Adam betas and eps, "
      r"weight decay, gradient clipping and loss scaling, and which parameters it updates; the step before agrees "
      r"everywhere, so only the update between the steps changed the weights\.",
-     "对比两次运行的优化器：类型、学习率及其调度、动量或 Adam 的 betas 与 eps、权重衰减、梯度裁剪和 loss scaling，以及它更新哪些参数；"
+     "对比两次运行的优化器：类型、学习率及其调度、动量或 Adam 的 betas 与 eps、权重衰减、梯度裁剪和损失缩放，以及它更新哪些参数；"
      "前一步处处一致，因此只有两步之间的更新改变了权重。"),
     (r"(?<=无问题的 rank：)none", "无"),
-    (r"; (?P<ranks>\S+(?:, \S+)*) only receives? it through a collective \(its own inputs agree\)",
+    (r"; (?P<ranks>\S+(?:, \S+)*) only receives? it through a collective \((?:its|their) own inputs agree\)",
      "；{ranks} 只是通过集合通信收到它（其自身输入一致）"),
-    (r"; (?P<ranks>\S+(?:, \S+)*) diverge too \(later or on their own\)", "；{ranks} 也有偏离（更晚或各自独立）"),
+    (r"; (?P<ranks>\S+(?:, \S+)*) diverges? too \(later or on their own\)", "；{ranks} 也有偏离（更晚或各自独立）"),
     (r"; clean: (?P<ranks>[^.]+)\.", "；无问题的 rank：{ranks}。"),
     (r" A later step starts from weights the earlier step's differing gradients already updated, so its divergence "
      r"follows from this one and is not a fault of its own\.",
@@ -786,6 +786,16 @@ RULES: list[tuple[str, str]] = [
      r"msprobe does not dump the APIs that build it \(triu/tril, arange, comparisons\), so the difference first shows "
      r"here\.", "对比两侧如何构建 {op} 的掩码/索引张量 {arg}（{t_d}）：msprobe 不会 dump 构建它的 API（triu/tril、arange、比较），"
      "因此差异首先在这里出现。"),
+    (r"^on the golden the output of (?P<k>\S+); no call the target dumps before it produced it$",
+     "golden 侧由 {k} 输出；目标侧在它之前没有任何已 dump 的调用产生它"),
+    (r"The golden computes (?P<arg>\S+) of (?P<op>\S+) with (?P<k>\S+); the target makes no such call before (?P=op) "
+     r"\(a call of that name comes later or not at all\): look for a call the port left out or added there \(a "
+     r"scaling, a normalisation, a residual or a cast\)(?P<t_d>; .+)?\.",
+     "golden 用 {k} 计算 {op} 的 {arg}；目标侧在 {op} 之前没有这样的调用（同名调用出现得更晚或根本没有）：查找迁移时在此处漏掉或多加的调用"
+     "（缩放、归一化、残差或类型转换）{t_d}。"),
+    (r"^; (?P<t_d>.+)$", "；{t_d}"),
+    (r"If the call is only named otherwise on the target, pair the two with a mapping file, then compare again\.",
+     "若该调用在目标侧只是名称不同，用映射文件把两者配对后再比较。"),
     (r"Find the code that produces (?P<arg>\S+) of (?P<op>\S+): no dumped call produced it(?: \((?P<t_d>.+)\))?; dump "
      r"that code \(msprobe list/level mix\) to see which step differs\.",
      "找到产生 {op} 的 {arg} 的代码：没有任何已 dump 的调用产生它（{t_d}）；dump 这段代码（msprobe list/level mix）以查看哪一步不同。"),
@@ -806,6 +816,12 @@ RULES: list[tuple[str, str]] = [
     (r"error: The shape of NPU and Bench are inconsistent\.", "错误：NPU 与 Bench 的形状不一致。"),
     (r"warning: The norm relative error of output is 10 times that of input\.", "警告：输出的范数相对误差是输入的 10 倍。"),
     (r"md5 differs", "md5 不同"),
+    (r"the end of the pass \((?P<name>\S+)\) is within precision again: on these inputs its effect on the result stays "
+     r"inside rounding, but the call computes something else, which other inputs or longer training can expose\.",
+     "该方向末尾（{name}）又回到精度范围内：在这些输入上它对结果的影响仍在舍入之内，但该调用计算的是另一回事，换用其他输入或更长的训练会暴露出来。"),
+    (r"recorded (?P<stats>(?:(?:Max|Min|Mean|Norm) -?(?:Inf|NaN)(?:, )?)+) on the target",
+     "目标侧记录的 {stats}"),
+    (r"statistics not comparable", "统计量无法比较"),
     (r"dtype differs: target (?P<t>\S+) vs golden (?P<g>\S+)", "dtype 不同：目标侧 {t}，golden 侧 {g}"),
     (r"N/A: NaN/Inf positions differ \(target NaN (?P<tn>\d+), Inf (?P<ti>\d+); golden NaN (?P<gn>\d+), Inf (?P<gi>\d+)\)",
      "N/A：NaN/Inf 的位置不同（目标侧 NaN {tn} 个、Inf {ti} 个；golden 侧 NaN {gn} 个、Inf {gi} 个）"),

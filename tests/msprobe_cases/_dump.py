@@ -315,19 +315,20 @@ class RopeAttention(nn.Module):
 class MaskedAttention(nn.Module):
     """Causal attention whose mask comes from ``torch.triu`` (not dumped) into ``masked_fill`` (dumped)."""
 
-    def __init__(self, diagonal: int, d: int = 16) -> None:
+    def __init__(self, diagonal: int, d: int = 16, fill: float = -10000.0) -> None:
         super().__init__()
         self.diagonal = diagonal
         self.q_proj = nn.Linear(d, d)
         self.k_proj = nn.Linear(d, d)
         self.v_proj = nn.Linear(d, d)
         self.d = d
+        self.fill = fill
 
     def forward(self, x: Tensor) -> Tensor:
         t = x.shape[-2]
         mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=self.diagonal)
         scores = torch.matmul(self.q_proj(x), self.k_proj(x).transpose(-2, -1)) / math.sqrt(self.d)
-        scores = scores.masked_fill(mask, -10000.0)
+        scores = scores.masked_fill(mask, self.fill)
         return torch.matmul(torch.softmax(scores, dim=-1), self.v_proj(x))
 
 
@@ -1083,8 +1084,9 @@ def _fp16_inf(side: str) -> Plan:
     return Plan(_forward(model, x))
 
 
-def _fp16_weight_grad_inf(side: str) -> Plan:
-    """fp16 target whose WEIGHT gradient overflows in backward while every forward tensor is finite."""
+def _fp16_weight_grad_inf(side: str, level: str = "L1") -> Plan:
+    """fp16 target whose WEIGHT gradient overflows in backward while every forward tensor is finite; at ``level`` mix
+    with task statistics (Max/Min only say Inf, nothing counts them)."""
     model = MLP((16, 32, 8))
     x = 200.0 * _x((64, 16)).abs()  # positive inputs: each weight gradient sums 64 same-signed products
     if side == "target":
@@ -1095,6 +1097,8 @@ def _fp16_weight_grad_inf(side: str) -> Plan:
         out = model(x)
         out.backward(torch.full_like(out, 50.0))  # d(50 * sum(out)): no loss to overflow in the forward
 
+    if level != "L1":
+        return Plan(step, model=model, level=level, task="statistics")
     return Plan(step)
 
 
@@ -1487,6 +1491,13 @@ def _minilm(side: str, dtype: torch.dtype, fault: str | None, backward: bool, le
     attention = "eager" if fault == "eager_golden" and side == "golden" else "sdpa"
     model = BertModel.from_pretrained(path, attn_implementation=attention)
     model.eval()  # dropout off: both sides compute the same function
+    if fault == "gelu_3pct":
+        # BERT's GELUActivation keeps the F.gelu it found when the model was built, before msprobe wrapped it, so its
+        # calls are not dumped; looked up at call time they are (as in a run that starts msprobe before the model)
+        for block in model.encoder.layer:
+            block.intermediate.intermediate_act_fn = CallTimeGelu()
+        if side == "target":  # layer 4's GELU 3 % too large on every third element
+            patch_calls("gelu", {4}, scaled_on_every(3, 1.03, 1))
     sentences = MINILM_SENTENCES_RANK1 if rank == 1 else MINILM_SENTENCES
     batch = dict(AutoTokenizer.from_pretrained(path)(sentences, padding=True, return_tensors="pt"))
     if side == "target" and fault == "query_transposed":
@@ -1513,6 +1524,51 @@ def _minilm(side: str, dtype: torch.dtype, fault: str | None, backward: bool, le
         F.mse_loss(out, torch.randn(out.shape, generator=_gen(9)).to(out.dtype)).backward()
 
     return Plan(step, model=model if level != "L1" else None, level=level)
+
+
+class CallTimeGelu(nn.Module):
+    """GELU looked up in ``torch.nn.functional`` when called (so msprobe's wrapper and a patch both apply)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.gelu(x)
+
+
+class GatherNet(nn.Module):
+    """fc1 16->32, gelu, all_gather of every rank's activation, concatenated, fc2 (32 x world) -> 8."""
+
+    def __init__(self, world: int) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32 * world, 8)
+
+    def forward(self, x: Tensor) -> Tensor:
+        import torch.distributed as dist
+
+        h = F.gelu(self.fc1(x))
+        parts = [torch.empty_like(h) for _ in range(dist.get_world_size())]
+        dist.all_gather(parts, h)
+        return self.fc2(torch.cat(parts, dim=-1))
+
+
+def _all_gather(side: str, rank: int) -> Plan:
+    """Three ranks, each its own batch, joined by an all_gather; rank 2's target gelu is 20 % too large on every
+    4th element, which the all_gather hands to ranks 0 and 1."""
+    x = _x((4, 16), seed=30 + rank)
+    if side == "target" and rank == 2:
+        patch_calls("gelu", {0}, scaled_on_every(4, 1.2, 1))
+    return Plan(_forward(GatherNet(3), x), task="statistics")
+
+
+def _adam_eps(side: str) -> Plan:
+    """Two training steps of MLP 16-32-32-8 under Adam; the target's eps is 1e-3 (the golden's 1e-8)."""
+    model = MLP((16, 32, 32, 8))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2, eps=1e-8 if side == "golden" else 1e-3)
+
+    def update() -> None:
+        opt.step()
+        opt.zero_grad()
+
+    return Plan(_train_step(model, _x((4, 16))), task="statistics", steps=2, after_step=update)
 
 
 def _statistics(plan: Plan) -> Plan:
@@ -1622,6 +1678,13 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
                                                                    loss_scale=2.0**16),
     "stats_bf16_residual_add_sparse": lambda side, rank: _statistics(
         _llama(side, torch.bfloat16, "residual_add", (2, 8, 64), False)),
+    "md5_mask_off_by_one": lambda side, rank: _md5(_mask_off_by_one(side)),
+    "stats_mask_fill_inf": lambda side, rank: _statistics(Plan(_forward(
+        MaskedAttention(1, fill=-10000.0 if side == "golden" else float("-inf")), _x((2, 6, 16))))),
+    "stats_two_steps_adam_eps": lambda side, rank: _adam_eps(side),
+    "stats_bf16_minilm_gelu_3pct": lambda side, rank: _statistics(_minilm(side, torch.bfloat16, "gelu_3pct", False)),
+    "mix_fp16_weight_grad_inf": lambda side, rank: _fp16_weight_grad_inf(side, "mix"),
+    "stats_three_ranks_all_gather": _all_gather,
 }
 
 

@@ -483,6 +483,36 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "msprobe records the offset as the scalar input.1 of Tensor.__add__.0, whose output (the position ids, "
              "int64: Max/Min only) then selects other rows of the position table.", "operator_fault",
              "Tensor.__add__.0.forward", pass_="forward", argument="input.1"),
+    CaseSpec("md5_mask_off_by_one", "Same models and fault as `mask_off_by_one` (the causal mask built with diagonal 2 "
+             "instead of 1 by torch.triu, which msprobe does not dump), dumped with summary_mode md5: the bool mask "
+             "keeps its Max/Min (msprobe records no Mean/Norm for it) and only its digest differs.", "operator_fault",
+             "Tensor.masked_fill.0.forward", pass_="forward", argument="input.1",
+             absent_prefixes=("Torch.triu.", "Tensor.triu.")),
+    CaseSpec("stats_mask_fill_inf", "Causal attention as in `mask_off_by_one` (right mask), fp32, statistics, forward "
+             "only. The target fills the masked scores with -inf where the golden uses -10000: masked_fill's scalar "
+             "input.2 differs and its output records Min -Inf, but the softmax after it gives the same result. Not "
+             "an overflow: the argument put the Inf there.", "operator_fault", "Tensor.masked_fill.0.forward",
+             pass_="forward", argument="input.2"),
+    CaseSpec("stats_two_steps_adam_eps", "MLP 16-32-32-8, TWO training steps under Adam (lr 1e-2) dumped, fp32, "
+             "statistics. The target's Adam eps is 1e-3 instead of 1e-8: step 0 agrees everywhere (forward and "
+             "backward), and step 1 starts from other weights, so its first call's weight and bias differ.",
+             "operator_fault", "Functional.linear.0.forward", pass_="forward", argument="input.1",
+             differing_inputs=("input.1", "input.2"), step=1),
+    CaseSpec("stats_bf16_minilm_gelu_3pct", "all-MiniLM-L6-v2 (real BERT), fp32 golden, bf16 target, forward only, "
+             "statistics, with every layer's GELU looked up at call time so msprobe dumps it. The target's fifth GELU "
+             "(layer 4) is 3 % too large on every third element: its output Norm moves 1.2 %, three bf16 roundoffs, "
+             "while its input's moves 0.02 %.", "operator_fault", "Functional.gelu.4.forward", pass_="forward",
+             jump_over_inputs=2.5),
+    CaseSpec("mix_fp16_weight_grad_inf", "Same model and overflow as `fp16_weight_grad_inf` (fc2's fp16 weight "
+             "gradient overflows while every forward tensor is finite), dumped at level mix with task statistics: "
+             "only the recorded Max/Mean/Norm say Inf, nothing counts the Inf elements.", "operator_fault",
+             "Functional.linear.1.backward", pass_="backward", differing_inputs=(),
+             target_inf_at="Functional.linear.1.backward"),
+    CaseSpec("stats_three_ranks_all_gather", "Three ranks (gloo), each its own batch: fc1 16->32, gelu, all_gather "
+             "of the three activations, concatenated, fc2 96->8; fp32, statistics, forward only. Rank 2's target gelu "
+             "is 20 % too large on every 4th element; the all_gather hands it to ranks 0 and 1, whose own inputs "
+             "agree.", "operator_fault", "Functional.gelu.0.forward", pass_="forward", rank="rank2", world_size=3,
+             other_rank_first_diff="Distributed.all_gather.0.forward"),
 )}
 
 CASE_NAMES: tuple[str, ...] = tuple(SPECS)

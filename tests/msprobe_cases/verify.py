@@ -281,13 +281,15 @@ def _pairs_by_shape(g: Side, t: Side) -> list[tuple[str, str]]:
     return out
 
 
-def rank_dirs(dump_root: Path) -> dict[str, Path]:
-    return {p.name: p for p in sorted((dump_root / "step0").iterdir()) if (p / "dump.json").is_file()}
+def rank_dirs(dump_root: Path, step: int = 0) -> dict[str, Path]:
+    return {p.name: p for p in sorted((dump_root / f"step{step}").iterdir()) if (p / "dump.json").is_file()}
 
 
 def verify(spec: CaseSpec, case_dir: Path) -> dict[str, Any]:
     """Check a generated case; returns the measured facts (for its description). Raises CaseError."""
-    golden_ranks, target_ranks = rank_dirs(case_dir / "golden" / "dump"), rank_dirs(case_dir / "target" / "dump")
+    step = spec.step or 0  # the step whose dumps hold the fault
+    golden_ranks, target_ranks = (rank_dirs(case_dir / "golden" / "dump", step),
+                                  rank_dirs(case_dir / "target" / "dump", step))
     if list(golden_ranks) != list(target_ranks) or len(golden_ranks) != spec.world_size:
         raise CaseError(f"{spec.name}: ranks golden {list(golden_ranks)} target {list(target_ranks)}")
     rank = spec.rank or "rank0"

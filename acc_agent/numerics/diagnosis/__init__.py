@@ -355,6 +355,12 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                     f"({final.name}) overflowed elsewhere.")
         else:
             tail = f"the Inf/NaN reach the end of the pass ({final.name})."
+    elif final is not None and final not in (t, shows) and not final.m.target_nonfinite \
+            and final.err is not None and final.err <= budgets.budget(final.m.dtype):
+        # the final output's own error is within its precision (not only within what its inputs carried in)
+        tail = (f"the end of the pass ({final.name}) is within precision again: on these inputs its effect on the "
+                "result stays inside rounding, but the call computes something else, which other inputs or longer "
+                "training can expose.")
     elif growth is not None and 0.9 <= growth <= 1.1:
         tail = (f"after it the error stays about the same to the end (final/here {growth:.2g}), so it explains the "
                 "final difference.")

@@ -122,6 +122,9 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
     err = f"{'relative error' if t.m.measure == 'tensor' else 'statistics differ by'} {fmt(t.err)}"
     if t.m.measure == "md5" and t.err is not None and math.isinf(t.err):
         err = "md5 differs"  # integer or bool bytes, or values moved: no size to give
+    elif t.m.measure != "tensor" and t.err is not None and math.isinf(t.err):
+        err = (f"{_nonfinite_stats(t)} on the target" if t.m.target_nonfinite and not t.m.golden_nonfinite
+               else "statistics not comparable")
     if f.enters == "overflow":
         counts = t.row.target_inf, t.row.target_nan
         if t.m.measure != "tensor" or counts == (None, None):  # statistics show Inf/NaN but do not count them
@@ -150,6 +153,9 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
     if f.enters == "argument":
         what = {"parameter": "a parameter or buffer", "mask": "an index or mask tensor",
                 "other": "a tensor no dumped call produced"}.get(t.leaf or "other", "an input")
+        if f.golden_producer is not None:
+            what = (f"on the golden the output of {f.golden_producer}; no call the target dumps before it produced "
+                    "it")
         if t.m.target_nonfinite and not t.m.golden_nonfinite:
             return (f"{t.name} ({what}) holds Inf/NaN on the target where the golden is finite, while every tensor "
                     f"before it is finite: the Inf/NaN enter {node.key} through {t.arg}"
@@ -259,6 +265,13 @@ def operator_actions(node: Node, f: Finding, difference: str | None, probe: Prob
                     + (f" ({difference})" if difference else "") + ": msprobe does not dump the APIs that build it "
                     "(triu/tril, arange, comparisons), so the difference first shows here.",
                     "Dump the code that builds it with msprobe's level mix or add it to the dump list."]
+        if f.golden_producer is not None:
+            return [f"The golden computes {f.argument} of {op} with {f.golden_producer}; the target makes no such "
+                    f"call before {op} (a call of that name comes later or not at all): look for a call the port left "
+                    "out or added there (a scaling, a normalisation, a residual or a cast)"
+                    + (f"; {difference}" if difference else "") + ".",
+                    "If the call is only named otherwise on the target, pair the two with a mapping file, then compare "
+                    "again."]
         return [f"Find the code that produces {f.argument} of {op}: no dumped call produced it"
                 + (f" ({difference})" if difference else "") + "; dump that code (msprobe list/level mix) to see "
                 "which step differs."]

@@ -309,7 +309,7 @@ def _direction(key: str) -> str:
     return "backward" if (".backward" in key or "parameters_grad" in key) else "forward"
 
 
-def _fingerprint(e: DumpEntry | None, numels: dict[int, tuple[object, int | None]] | None = None
+def fingerprint(e: DumpEntry | None, numels: dict[int, tuple[object, int | None]] | None = None
                  ) -> tuple[object, ...] | None:
     """What identifies an entry's data across calls; ``numels`` caches element counts by shape list
     (a dump shares one list per distinct shape)."""
@@ -350,10 +350,10 @@ def _link(graph: Graph, golden: Dump | None, target: Dump | None,
     def prints(t: Tensor) -> Fingerprint | None:
         fp = bulk_prints[t.pos]
         if fp is None:
-            fp = _fingerprint(g_by.get(t.row.__dict__.get("golden_name") or t.name), numels)
+            fp = fingerprint(g_by.get(t.row.__dict__.get("golden_name") or t.name), numels)
         if t.role == "input" or t.role == "parameters":
             golden_prints[id(t)] = fp
-        return fp if fp is not None else _fingerprint(t_by.get(t.name), numels)
+        return fp if fp is not None else fingerprint(t_by.get(t.name), numels)
 
     have_prints = any(prints(t) is not None for t in graph.tensors[:64])
     latest: dict[tuple[object, ...], Tensor] = {}
@@ -403,7 +403,7 @@ def _classify_leaves(graph: Graph, golden: Dump | None, golden_prints: dict[int,
             d = node.direction
             first_input.setdefault(d, node.inputs[0])
     numels: dict[int, tuple[object, int | None]] = {}
-    data_prints = {d: _fingerprint(entry(golden, t.row.__dict__.get("golden_name") or t.name), numels)
+    data_prints = {d: fingerprint(entry(golden, t.row.__dict__.get("golden_name") or t.name), numels)
                    for d, t in first_input.items()}
     data_in = first_input.get("forward")
     data_shape = (data_in.row.golden_shape or data_in.row.target_shape) if data_in is not None else None
@@ -412,7 +412,7 @@ def _classify_leaves(graph: Graph, golden: Dump | None, golden_prints: dict[int,
         if t.producer is not None or not (t.role == "input" or t.role == "parameters"):
             continue
         g = entry(golden, t.row.__dict__.get("golden_name") or t.name)
-        fp = golden_prints[id(t)] if id(t) in golden_prints else _fingerprint(g, numels)
+        fp = golden_prints[id(t)] if id(t) in golden_prints else fingerprint(g, numels)
         if first_input.get(t.direction) is t or (fp is not None and fp == data_prints.get(t.direction)):
             t.leaf = "data"
         elif t.role == "parameters" or _is_param_arg(t):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from acc_agent.numerics import budgets
-from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name
+from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name, fingerprint
 from acc_agent.numerics.diagnosis.judge import ELEMENTWISE_SLOPE, inputs_bit_identical
 from acc_agent.numerics.diagnosis.measure import entry
 
@@ -50,6 +50,8 @@ class Finding:
     shows_at: Tensor | None = None
     #: a differing scalar argument whose effect stays within precision (every tensor of the pass is within)
     hidden: bool = False
+    #: for an input no dumped call of the target produced: the golden's call whose output holds its data
+    golden_producer: str | None = None
 
 
 def in_pass(graph: Graph, direction: str) -> list[Tensor]:
@@ -64,7 +66,7 @@ def _walked(tensors: list[Tensor]) -> list[Tensor]:
 def find(graph: Graph, direction: str, golden: Dump | None, target: Dump | None) -> Finding | None:
     tensors = _walked(in_pass(graph, direction))
     first = next((t for t in tensors if t.beyond), None)
-    overflow = _first_overflow(graph, direction)
+    overflow = _first_overflow(graph, direction, golden, target)
     if overflow is not None and (first is None or first.pos >= overflow.tensor.pos
                                  or first.excess < GROSS_BEFORE_OVERFLOW):
         return overflow
@@ -164,7 +166,8 @@ def _classify(t: Tensor, graph: Graph, golden: Dump | None, target: Dump | None)
         if t.producer is None:
             container = _container(node) if t.leaf == "other" else None
             return Finding(t, node, "between_operators" if container else "argument", argument=t.arg,
-                           container=container)
+                           container=container,
+                           golden_producer=golden_producer(t, golden) if t.leaf == "other" else None)
         return Finding(t, node, "between_operators", argument=t.arg, container=_container(node))
     scalar = differing_scalar(node.key, golden, target, t)
     if scalar is not None:
@@ -329,14 +332,48 @@ def callee(key: str) -> str:
     return m.group("api") if m is not None else key
 
 
+#: How many golden entries before an input are searched for the output that holds its data.
+PRODUCER_LOOKBACK = 4096
+
+
+def golden_producer(t: Tensor, golden: Dump | None) -> str | None:
+    """The golden call whose output holds the data of input ``t``, where no call of the target produced it.
+
+    Inputs are linked to their producers in the target's order; a call the golden makes and the target does not
+    (a scaling left out in the port) shifts the call numbers after it, so its namesake on the target comes later
+    and the input it fed reads as made by no dumped call. The golden's own dump still says who made it."""
+    if golden is None:
+        return None
+    g_e = golden.by_name.get(t.row.golden_name or t.name)
+    if g_e is None:
+        return None
+    fp = fingerprint(g_e)
+    if fp is None:
+        return None
+    entries = golden.entries
+    for i in range(g_e.index - 1, max(g_e.index - PRODUCER_LOOKBACK, 0) - 1, -1):
+        e = entries[i]
+        if e.role == "output" and e.module_key != g_e.module_key and fingerprint(e) == fp:
+            return e.module_key
+    return None
+
+
+def _nonfinite_number(v: object) -> bool:
+    return isinstance(v, float) and not math.isfinite(v)
+
+
 def _same(a: object, b: object) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return a == b or (math.isnan(a) and math.isnan(b))
     return a == b
 
 
-def _first_overflow(graph: Graph, direction: str) -> Finding | None:
-    """msprobe's overflow check: the first innermost call with finite inputs and new Inf/NaN outputs."""
+def _first_overflow(graph: Graph, direction: str, golden: Dump | None = None,
+                    target: Dump | None = None) -> Finding | None:
+    """msprobe's overflow check: the first innermost call with finite inputs and new Inf/NaN outputs.
+
+    A call handed an infinite scalar where the golden's is finite (``masked_fill(mask, -inf)`` for -10000) did not
+    overflow: the argument put the Inf there, and it is named as such."""
     for node in graph.nodes:
         if not node.computing or not node.outputs or node.outputs[0].direction != direction:
             continue
@@ -345,6 +382,9 @@ def _first_overflow(graph: Graph, direction: str) -> Finding | None:
             continue
         if any(x.m.target_nonfinite and not x.m.golden_nonfinite for x in node.inputs):
             continue  # non-finite came in: an earlier call produced it (or a leaf holds it)
+        scalar = differing_scalar(node.key, golden, target, bad[0])
+        if scalar is not None and _nonfinite_number(scalar[2]) and not _nonfinite_number(scalar[1]):
+            return Finding(bad[0], node, "argument", argument=scalar[0], scalar=scalar)
         return Finding(bad[0], node, "overflow")
     return None
 

@@ -424,7 +424,7 @@ def _has_tensor_metrics(row: DumpRow) -> bool:
     return row.euc_dist is not None or row.cosine is not None
 
 
-#: What identifies an entry's data across calls (see ``graph._fingerprint``).
+#: What identifies an entry's data across calls (see ``graph.fingerprint``).
 Fingerprint = tuple[object, ...]
 
 
@@ -532,7 +532,7 @@ def measure_and_fingerprint(rows: list[DumpRow], golden: Dump | None, target: Du
             norm_err = np.where(norm_ok, np.maximum(
                 np.abs(t_arr[3] - g_arr[3]) / np.where(norm_ok, g_arr[3], 1.0) - slack, 0.0), np.nan)
         if g_plain and md5.count(None) == len(md5):  # md5 rows are fingerprinted by their digest, elsewhere
-            # a None read as NaN: no fingerprint (see _fingerprint)
+            # a None read as NaN: no fingerprint (see graph.fingerprint)
             complete_list = cast("list[bool]", (~np.isnan(g_arr).any(axis=0)).tolist())
             # the dump's own float objects (not copies): 300k fingerprints stay ~30 MB smaller
             fps = zip(repeat("stats"), g_dtypes, print_numels,

@@ -117,9 +117,10 @@ def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Di
                f"{_label(pick.key, several_steps)}"
         if received:
             verb = "receives" if len(received) == 1 else "receive"
-            text += f"; {', '.join(received)} only {verb} it through a collective (its own inputs agree)"
+            text += (f"; {', '.join(received)} only {verb} it through a collective "
+                     f"({'its' if len(received) == 1 else 'their'} own inputs agree)")
         if others:
-            text += f"; {', '.join(others)} diverge too (later or on their own)"
+            text += f"; {', '.join(others)} {'diverges' if len(others) == 1 else 'diverge'} too (later or on their own)"
         text += f"; clean: {', '.join(clean) if clean else 'none'}."
         if later_steps:
             text += (" A later step starts from weights the earlier step's differing gradients already updated, so its "

@@ -1,0 +1,99 @@
+"""What the diagnosis says about faults whose numbers alone mislead, on real msprobe dumps.
+
+- an Inf that a scalar argument puts there (``masked_fill(mask, -inf)`` for -10000) is that argument, not an
+  overflow, and a final output back within precision is said to be so (``stats_mask_fill_inf``);
+- a statistics dump counts no Inf elements: the overflow says which recorded statistics are Inf
+  (``mix_fp16_weight_grad_inf``);
+- a bool mask whose digest alone differs reads "md5 differs" (``md5_mask_off_by_one``);
+- weights that first differ at a later step, after clean earlier steps, point at the optimizer
+  (``stats_two_steps_adam_eps``);
+- a call the target leaves out names the golden's call that made the input (tests/data/msprobe_missing_scale).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+if importlib.util.find_spec("msprobe") is None:
+    pytest.skip("mindstudio-probe (msprobe) is not installed", allow_module_level=True)
+
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from msprobe_cases import make_case  # noqa: E402
+
+from acc_agent.models.compare import CompareDumpsOutput  # noqa: E402
+from acc_agent.registry import call_tool  # noqa: E402
+from acc_agent.render.tooltext import english_words, to_zh  # noqa: E402
+
+pytestmark = pytest.mark.slow
+DATA = Path(__file__).parent / "data"
+
+
+def _compare(golden: Path, target: Path) -> CompareDumpsOutput:
+    out = call_tool("compare_dumps", {"golden": str(golden), "target": str(target), "workers": 1})
+    assert isinstance(out, CompareDumpsOutput) and out.diagnosis is not None and out.first_divergence is not None
+    texts = [out.diagnosis.explanation, out.first_divergence.reason, *out.diagnosis.next_actions]
+    assert not [english_words(to_zh(t)) for t in texts if english_words(to_zh(t))]
+    return out
+
+
+def _case(name: str) -> CompareDumpsOutput:
+    case = make_case(name)
+    return _compare(case.golden, case.target)
+
+
+def test_an_infinite_fill_argument_is_not_an_overflow() -> None:
+    out = _case("stats_mask_fill_inf")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert (fd.module, fd.enters_through, fd.argument) == ("Tensor.masked_fill.0.forward", "argument", "input.2")
+    assert "is -inf on the target but -10000.0 on the golden" in fd.reason
+    assert "recorded Min -Inf" in fd.reason and "not comparable" not in fd.reason
+    assert "is within precision again" in diag.explanation  # the softmax after it gives the same result
+
+
+def test_a_statistics_overflow_names_the_statistics_that_are_inf() -> None:
+    out = _case("mix_fp16_weight_grad_inf")
+    fd = out.first_divergence
+    assert fd is not None and fd.enters_through == "overflow"
+    assert "recorded Max Inf" in fd.reason and "0 Inf, 0 NaN" not in fd.reason
+
+
+def test_a_mask_whose_digest_alone_differs() -> None:
+    out = _case("md5_mask_off_by_one")
+    fd = out.first_divergence
+    assert fd is not None and fd.argument == "input.1"
+    assert "(md5 differs;" in fd.reason and "not comparable" not in fd.reason
+    assert fd.difference is not None and "another md5 digest" in fd.difference
+
+
+def test_weights_that_differ_only_after_a_clean_step_point_at_the_optimizer() -> None:
+    out = _case("stats_two_steps_adam_eps")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None and fd.step == 1
+    assert "The weights that enter step 1 differ while every earlier step agrees" in diag.explanation
+    assert "Steps and ranks: the divergence starts on step1/rank0" in diag.explanation
+    assert diag.next_actions[0].startswith("Compare the optimizer of the two runs")
+
+
+def test_a_call_the_target_leaves_out_is_found_on_the_golden() -> None:
+    out = _compare(DATA / "msprobe_missing_scale" / "golden", DATA / "msprobe_missing_scale" / "target")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert (fd.module, fd.argument) == ("Functional.linear.0.forward", "input.0")
+    assert "on the golden the output of Tensor.__mul__.0.forward" in fd.reason
+    assert diag.next_actions[0].startswith(
+        "The golden computes input.0 of Functional.linear.0.forward with Tensor.__mul__.0.forward")
+    assert "0.25x the golden's" in diag.next_actions[0]
+
+
+def test_ranks_that_receive_the_fault_are_listed_together() -> None:
+    out = _case("stats_three_ranks_all_gather")
+    assert out.diagnosis is not None
+    assert "rank0, rank1 only receive it through a collective (their own inputs agree)" in out.diagnosis.explanation
