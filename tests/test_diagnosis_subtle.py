@@ -391,7 +391,7 @@ def test_the_earliest_of_several_training_steps_is_named() -> None:
     assert out.first_divergence.rank_key == "step0/rank0"
     assert [(r.step, r.status) for r in out.diagnosis.ranks] == [(0, "diverges"), (1, "diverges")]
     assert "A later step starts from weights" in out.diagnosis.explanation
-    _assert_translated(out.diagnosis.explanation[out.diagnosis.explanation.index(" Ranks:"):])
+    _assert_translated(out.diagnosis.explanation[out.diagnosis.explanation.index(" Steps and ranks:"):])
 
 
 def test_an_output_msprobe_records_with_other_shapes_is_left_unjudged() -> None:

@@ -751,6 +751,11 @@ RULES: list[tuple[str, str]] = [
      "该掩码等于 golden 掩码平移 {k} 列：构建方式差了一位"),
     (r"the mask equals the golden one shifted by (?P<k>[-+]?\d+) row\(s\): an off-by-one in how it is built",
      "该掩码等于 golden 掩码平移 {k} 行：构建方式差了一位"),
+    (r"one value in every element: (?P<t>\S+) on the target, (?P<g>\S+) on the golden",
+     "每个元素都是同一个值：目标侧为 {t}，golden 侧为 {g}"),
+    (r"Max, Min and Mean are all (?P<d>\S+) from the golden's: most likely every element shifted by a constant \(an "
+     r"offset: positions or indices counted from another start, a bias added twice or left out\)",
+     "Max、Min 和 Mean 都比 golden 的偏移 {d}：很可能每个元素都被加上了同一个常数（偏移：位置或索引的起点不同，或偏置被加了两次或漏加）"),
     (r"Max, Min, Mean and Norm are all (?P<x>\S+)x the golden's: most likely every element scaled by a constant factor "
      r"\(a scaling or a wrong config value\)", "Max、Min、Mean 和 Norm 都是 golden 的 {x} 倍：很可能每个元素都被乘以同一个常数因子"
      "（缩放或配置值有误）"),

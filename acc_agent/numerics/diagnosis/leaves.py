@@ -163,15 +163,37 @@ def _describe_stats(t: Tensor, golden: Dump | None, target: Dump | None) -> str 
         return ("the same Max and Min, and a Mean and Norm that differ only by the order they were summed in: "
                 "most likely the same values in another arrangement, e.g. transposed or permuted (a layout or "
                 "checkpoint-conversion error)")
+    if gs[0] == gs[1] and xs[0] == xs[1]:
+        # one value in every element on both sides (a position or step counter, a 1-element tensor): say which
+        return f"one value in every element: {_number(xs[0])} on the target, {_number(gs[0])} on the golden"
+    offset = _common_offset(gs, xs, tol)  # type: ignore[arg-type]  # None returned above
+    if offset is not None:
+        return (f"Max, Min and Mean are all {offset:+.6g} from the golden's: most likely every element shifted by a "
+                "constant (an offset: positions or indices counted from another start, a bias added twice or left out)")
     spread = max(ratios) - min(ratios) if ratios else math.inf
     # a constant factor c moves every statistic by c, each within its own rounding (a few roundoffs): the four
     # ratios agree much more closely than they differ from 1 (5 % on every 5th element moves Max/Min 5 % and
     # Mean/Norm 1 %)
     if len(ratios) == 4 and abs(ratios[0] - 1.0) > tol and spread <= min(tol, 0.25 * abs(ratios[0] - 1.0)):
-        return (f"Max, Min, Mean and Norm are all {ratios[0]:.4g}x the golden's: most likely every element scaled by "
+        factor = f"{ratios[0]:.4g}" if abs(ratios[0] - 1.0) >= 0.01 else f"{ratios[0]:.6g}"
+        return (f"Max, Min, Mean and Norm are all {factor}x the golden's: most likely every element scaled by "
                 "a constant factor (a scaling or a wrong config value)")
     parts = [f"{k} {_number(xv)} vs {_number(gv)}" for k, gv, xv in zip(STAT_KEYS, gs, xs, strict=True) if gv != xv]
     return "statistics differ: " + ", ".join(parts) if parts else None
+
+
+def _common_offset(gs: list[float], xs: list[float], tol: float) -> float | None:
+    """The constant every element was shifted by, when Max, Min and Mean all moved by it (Norm is no shift's
+    function), and no constant factor says the same as well; None otherwise."""
+    shifts = [x - g for g, x in zip(gs[:3], xs[:3], strict=True)]
+    d = shifts[1]
+    scale = max(abs(gs[0]), abs(gs[1]), abs(d))
+    if d == 0.0 or not math.isfinite(d) or any(abs(s - d) > tol * scale for s in shifts):
+        return None
+    factors = [x / g for g, x in zip(gs[:3], xs[:3], strict=True) if g != 0.0]
+    if len(factors) == 3 and max(factors) - min(factors) <= tol * max(abs(f) for f in factors):
+        return None  # a constant factor fits too (all three statistics the same size): the factor is said
+    return d
 
 
 def _same_values_summed_apart(gs: list[float], xs: list[float], tol: float) -> bool:

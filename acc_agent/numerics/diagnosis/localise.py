@@ -66,6 +66,8 @@ def _walked(tensors: list[Tensor]) -> list[Tensor]:
 def find(graph: Graph, direction: str, golden: Dump | None, target: Dump | None) -> Finding | None:
     tensors = _walked(in_pass(graph, direction))
     first = next((t for t in tensors if t.beyond), None)
+    if first is not None and first.role == "parameter_grad":
+        first = _incoming_gradient(first, graph) or first
     overflow = _first_overflow(graph, direction, golden, target)
     if overflow is not None and (first is None or first.pos >= overflow.tensor.pos
                                  or first.excess < GROSS_BEFORE_OVERFLOW):
@@ -270,6 +272,20 @@ def _container(node: Node) -> Node | None:
         if outs and any(x.gross or x.beyond for x in outs) and ins and all(not x.beyond and not x.gross for x in ins):
             return anc
     return None
+
+
+def _incoming_gradient(t: Tensor, graph: Graph) -> Tensor | None:
+    """The differing incoming gradient of the module whose parameter gradient ``t`` is, if any.
+
+    msprobe records a module's parameter gradients (``Module.fc2.Linear.parameters_grad.0``) before the module's
+    backward call, whose first input is the gradient they are summed from: when that gradient already differs, the
+    difference came in with it (from whatever ran between this module and the next recorded one)."""
+    if ".parameters_grad" not in t.key:
+        return None
+    backward = graph.by_key.get(t.key.replace(".parameters_grad", ".backward", 1))
+    if backward is None:
+        return None
+    return next((x for x in backward.inputs if x.beyond), None)
 
 
 def differing_scalar(key: str, golden: Dump | None, target: Dump | None,
