@@ -7,7 +7,9 @@
 - a bool mask whose digest alone differs reads "md5 differs" (``md5_mask_off_by_one``);
 - weights that first differ at a later step, after clean earlier steps, point at the optimizer
   (``stats_two_steps_adam_eps``);
-- a call the target leaves out names the golden's call that made the input (tests/data/msprobe_missing_scale).
+- a call the target leaves out names the golden's call that made the input (tests/data/msprobe_missing_scale);
+- a fused call that computes something else is paired with the run it replaces by place and named
+  (tests/data/msprobe_fused_attention_scale).
 """
 
 from __future__ import annotations
@@ -97,3 +99,18 @@ def test_ranks_that_receive_the_fault_are_listed_together() -> None:
     out = _case("stats_three_ranks_all_gather")
     assert out.diagnosis is not None
     assert "rank0, rank1 only receive it through a collective (their own inputs agree)" in out.diagnosis.explanation
+
+
+def test_a_fused_call_that_computes_something_else_is_paired_with_its_run_and_named() -> None:
+    """A fused attention with the wrong scale takes the decomposed run's inputs but not its output: the run is still
+    paired (its output by place) and the fused call is the fault, not the next linear's input."""
+    root = DATA / "msprobe_fused_attention_scale"
+    out = _compare(root / "golden", root / "target")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert (fd.module, fd.enters_through) == ("Functional.scaled_dot_product_attention.0.forward", "operator")
+    regions = diag.details["fused_regions"]
+    assert isinstance(regions, list) and len(regions) == 1
+    assert regions[0]["golden"] == ["Torch.matmul.0.forward", "Tensor.__truediv__.0.forward", "Torch.softmax.0.forward",
+                                    "Torch.matmul.1.forward"]
+    assert "the output differs and is placed by shape and execution order" in regions[0]["note"]

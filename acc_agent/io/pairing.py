@@ -761,16 +761,18 @@ def _fused_regions(sides: _Sides, target: Dump, result: Pairing) -> tuple[set[st
         lo, hi = anchors.window(fused)
         begin = bisect.bisect_right(firsts, lo)
         inside = [op for op in o_fwd[begin:begin + _SCAN] if op.first < hi]
-        found = _region_run(fused, inside, free, with_stats)
+        # whether ``inside`` reaches the next paired op (or the end of the dump), not only the scan's length
+        bounded = begin + _SCAN >= len(o_fwd) or o_fwd[begin + _SCAN].first >= hi
+        found = _region_run(fused, inside, free, with_stats, bounded)
         if found is None or not _fits(found, crowd[bisect.bisect_left(anchors.t_idx, fused.first)]):
             continue
-        run, use_stats = found
-        pairs = _region_forward_pairs(fused, run, use_stats)
-        bwd = _region_backward_pairs(fused, run, f_ops, o_ops, sides.other_free, use_stats)
+        run, use_stats, output_moved = found
+        pairs = _region_forward_pairs(fused, run, use_stats, output_moved)
+        bwd = _region_backward_pairs(fused, run, f_ops, o_ops, sides.other_free, use_stats and not output_moved)
         made += pairs + bwd
         anchors.last_region = (fused.last, run[-1].last)
         free.difference_update(op.key for op in run)
-        note = _region_note(fused, run, pairs, bwd, use_stats, sides.golden_fused)
+        note = _region_note(fused, run, pairs, bwd, use_stats, sides.golden_fused, output_moved)
         keys = tuple(op.key for op in run)
         result.regions.append(Region(keys[0], (fused.key,), note, "golden", keys) if sides.golden_fused
                               else Region(fused.key, keys, note, "target", (fused.key,)))
@@ -780,14 +782,14 @@ def _fused_regions(sides: _Sides, target: Dump, result: Pairing) -> tuple[set[st
     return spent_fused, spent_other
 
 
-def _fits(found: tuple[list[_Op], bool], crowd: int) -> bool:
+def _fits(found: tuple[list[_Op], bool, bool], crowd: int) -> bool:
     """Whether a run found for a fused op can be what it replaces.
 
     A fused op stands for at least as many ops as there are free calls around it on its own side: where its
     side holds more, that side is the decomposed one and this op is one piece of it. And without statistics
     a run of one op is only a call of the same shape in the same place, which the different-API pairing
     says more plainly than a region would."""
-    run, use_stats = found
+    run, use_stats, _ = found
     return len(run) >= crowd and (use_stats or len(run) > 1)
 
 
@@ -797,10 +799,16 @@ def _rows_of(ops: dict[str, _Op], forward_keys: list[str]) -> set[str]:
     return {r.name for k in keys if k in ops for r in ops[k].rows}
 
 
-def _region_run(fused: _Op, inside: list[_Op], free: set[str],
-                with_stats: set[str]) -> tuple[list[_Op], bool] | None:
+def _region_run(fused: _Op, inside: list[_Op], free: set[str], with_stats: set[str],
+                bounded: bool = False) -> tuple[list[_Op], bool, bool] | None:
     """The golden ops ``fused`` replaces among ``inside`` (golden API calls between the partners of its
-    neighbours, in order), and whether statistics decided it; None when no run fits."""
+    neighbours, in order), whether statistics decided it, and whether its output differs from the run's; None
+    when no run fits.
+
+    A fused op that computes something else (an attention with another scale) takes the run's inputs but gives
+    another output: when the stretch of unpaired golden ops after its first input's consumer closes at a paired
+    op, the run ends at the last op with the fused output's shape, and the output is paired by that place.
+    ``bounded``: ``inside`` ends where the next paired op starts (so running out of it closes the stretch too)."""
     f_in, f_out = fused.of_role("input"), fused.of_role("output")
     use_stats = all(_has_stats(r) for r in f_in + f_out) and \
         all(op.key in with_stats for op in inside if op.key in free)
@@ -809,16 +817,18 @@ def _region_run(fused: _Op, inside: list[_Op], free: set[str],
     if start is None:
         return None
     run: list[_Op] = []
+    closed = bounded and len(inside) - start <= _MAX_RUN
     for op in inside[start:start + _MAX_RUN]:
         if op.key not in free:
-            break  # a golden op that already has a partner ends the stretch the fused op can stand for
+            closed = True  # a golden op that already has a partner ends the stretch the fused op can stand for
+            break
         run.append(op)
         if use_stats and any(_same_tensor(g, t, True) for g in op.of_role("output") for t in f_out):
-            return run, True
-    if use_stats:
+            return run, True, False
+    if use_stats and not closed:
         return None
     ends = [i for i, op in enumerate(run) if any(g.shape == f_out[0].shape for g in op.of_role("output"))]
-    return (run[: ends[-1] + 1], False) if ends else None
+    return (run[: ends[-1] + 1], use_stats, use_stats) if ends else None
 
 
 def _external_inputs(run: list[_Op]) -> list[DumpEntry]:
@@ -831,12 +841,16 @@ def _external_inputs(run: list[_Op]) -> list[DumpEntry]:
     return external
 
 
-def _region_forward_pairs(fused: _Op, run: list[_Op], use_stats: bool) -> list[Pair]:
+def _region_forward_pairs(fused: _Op, run: list[_Op], use_stats: bool, output_moved: bool = False) -> list[Pair]:
     """Fused inputs with the run's external inputs, fused outputs with the run's outputs (last op first).
 
     Without statistics only the first input and the output are placed (by shape): the other inputs
-    could be any tensor of the same shape, and a wrong pair would read as a divergence."""
+    could be any tensor of the same shape, and a wrong pair would read as a divergence. With statistics and an
+    output that differs (``output_moved``), the inputs are matched by value and the output by shape."""
     f_in, f_out = fused.of_role("input"), fused.of_role("output")
+    if output_moved:
+        last = next(r for r in run[-1].of_role("output") if r.shape == f_out[0].shape)
+        return _match_rows(f_in, _external_inputs(run)) + [Pair(last.name, f_out[0].name, "region")]
     if not use_stats:
         first = next(r for r in run[0].of_role("input") if r.shape == f_in[0].shape)
         last = next(r for r in run[-1].of_role("output") if r.shape == f_out[0].shape)
@@ -882,10 +896,11 @@ def _region_backward_pairs(fused: _Op, run: list[_Op], t_ops: dict[str, _Op], g_
 
 
 def _region_note(fused: _Op, run: list[_Op], fwd: list[Pair], bwd: list[Pair], use_stats: bool,
-                 golden_fused: bool) -> str:
+                 golden_fused: bool, output_moved: bool = False) -> str:
     """One line: what the fused op stands for, how sure, and what of it got a partner."""
     span = run[0].key if len(run) == 1 else f"{run[0].key} .. {run[-1].key}"
-    how = ("input and output statistics agree" if use_stats else
+    how = ("input statistics agree; the output differs and is placed by shape and execution order" if output_moved
+           else "input and output statistics agree" if use_stats else
            "no statistics in the dump: placed by shapes and execution order only")
     n_in, n_out = len(fused.of_role("input")), len(fused.of_role("output"))
     paired_in = sum(1 for p in fwd if ".input" in p.target_name[len(fused.key):])
