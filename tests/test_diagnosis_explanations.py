@@ -8,8 +8,8 @@
 - weights that first differ at a later step, after clean earlier steps, point at the optimizer
   (``stats_two_steps_adam_eps``);
 - a call the target leaves out names the golden's call that made the input (tests/data/msprobe_missing_scale);
-- a fused call that computes something else is paired with the run it replaces by place and named
-  (tests/data/msprobe_fused_attention_scale).
+- a fused call that computes something else is paired with the run it replaces by place and named, with the
+  constants of both sides (tests/data/msprobe_fused_attention_scale, msprobe_decomposed_layer_norm_eps).
 """
 
 from __future__ import annotations
@@ -114,3 +114,20 @@ def test_a_fused_call_that_computes_something_else_is_paired_with_its_run_and_na
     assert regions[0]["golden"] == ["Torch.matmul.0.forward", "Tensor.__truediv__.0.forward", "Torch.softmax.0.forward",
                                     "Torch.matmul.1.forward"]
     assert "the output differs and is placed by shape and execution order" in regions[0]["note"]
+    assert "the target's fused call standing for the golden's 4 calls" in diag.explanation
+    assert "2.8284271247461903 (Tensor.__truediv__.0.forward input.1)" in diag.explanation  # 1/sqrt(8), not 1/8
+    assert "0.125 (Functional.scaled_dot_product_attention.0.forward input.scale)" in diag.explanation
+
+
+def test_a_written_out_run_that_stands_for_a_fused_call_lists_both_sides_constants() -> None:
+    """The golden's fused layer_norm (eps 1e-5) against the target's written-out one with eps 0.1: the run is paired
+    by place, the call that closes it is named, and the constants of both sides are listed (the eps among them)."""
+    root = DATA / "msprobe_decomposed_layer_norm_eps"
+    out = _compare(root / "golden", root / "target")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None and fd.module == "Tensor.__add__.1.forward"
+    assert "closes the target's written-out run Tensor.mean.0.forward .. Tensor.__add__.1.forward (10 calls)" \
+        in diag.explanation
+    assert "1e-05 (Functional.layer_norm.0.forward input.4)" in diag.explanation
+    assert "0.1 (Tensor.__add__.0.forward input.1)" in diag.explanation
+    assert diag.next_actions[0].startswith("Compare the constants of the fused call")

@@ -526,6 +526,21 @@ RULES: list[tuple[str, str]] = [
     (r" and no channel reversal, axis permutation or affine \(mean/std\) map of the golden input explains it: the inputs "
      r"are different data \(another sample, augmentation, tokenizer\)\.",
      "，且 golden 输入的通道反转、轴置换或仿射（均值/标准差）映射都无法解释它：输入是不同的数据（另一个样本、数据增强或 tokenizer）。"),
+    (r" (?P<m>\S+) is the target's fused call standing for the golden's (?P<n>\d+) calls (?P<span>\S+(?: \.\. \S+)?): it "
+     r"takes their inputs and gives another output, so the fault is the fused call's\.",
+     " {m} 是目标侧的融合调用，对应 golden 的 {n} 个调用 {span}：它接收相同的输入却给出不同的输出，因此故障在该融合调用。"),
+    (r" (?P<m>\S+) closes the target's written-out run (?P<span>\S+(?: \.\. \S+)?) \((?P<n>\d+) calls\), which stands "
+     r"for the golden's fused (?P<g>\S+): the run as a whole takes its inputs and gives another output, so the fault "
+     r"is anywhere in that run\.",
+     " {m} 是目标侧展开实现 {span}（{n} 个调用）的最后一个调用，这段实现对应 golden 的融合调用 {g}：整段接收相同的输入却给出不同的"
+     "输出，因此故障在这段实现中的某处。"),
+    (r" Constants of the golden's side: (?P<t_g>.+?); of the target's: (?P<t_t>.+?)\.$",
+     " golden 侧的常量：{t_g}；目标侧的常量：{t_t}。"),
+    (r"^none recorded$", "未记录"),
+    (r"^(?P<l>.+) and (?P<n>\d+) more$", "{l} 等另外 {n} 个"),
+    (r"Compare the constants of the fused call with those of the calls it stands for \(an eps, a scale, an "
+     r"approximation: listed in the explanation\); the one that differs is the fault\.",
+     "对比融合调用的常量与其所对应调用的常量（eps、缩放系数、近似方式：见说明）；不同的那个就是故障。"),
     (r" Ranks: the divergence starts on (?P<rank>[^;.；\s]+)", " 各 rank：偏离从 {rank} 开始"),
     (r" Steps and ranks: the divergence starts on (?P<rank>[^;.；\s]+)", " 各 step/rank：偏离从 {rank} 开始"),
     (r" The weights that enter step (?P<n>\d+) differ while every earlier step agrees, its gradients included: the "

@@ -190,6 +190,10 @@ def finish_rank(g: Dump, t: Dump, b: Dump | None, key: str, plan: RankPlan, rows
     if before_diagnosis is not None:
         before_diagnosis(rows, scalar_rows)
     fd, diag = diagnosis_mod.diagnose(rows, g, t, b, precision)
+    if plan.regions:
+        from acc_agent.numerics.diagnosis.regions import region_context
+
+        region_context(fd, diag, plan.regions, g, t)
     return RankOutcome(key, rows, scalar_rows, fd, diag, plan.notes, plan.regions, plan.unmatched_golden,
                        plan.unmatched_target, dump_info(g), dump_info(t), dump_info(b) if b is not None else None)
 

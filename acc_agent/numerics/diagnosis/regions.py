@@ -1,0 +1,67 @@
+"""A first divergence at the edge of a fused region: the fault is the region's, and its constants are compared.
+
+Pairing joins a fused call on one side with the run of calls it stands for on the other (an attention kernel
+for matmul, scale, softmax, matmul; a layer norm for mean, sub, pow, mean, add, sqrt, div, mul, add). Inside
+the run nothing has a partner, so the first divergence lands on the call that closes the region, and "its
+inputs agree" speaks of that call alone. What tells the two sides apart is usually a constant (an eps, a
+scale, an approximation): the fused call takes it as an argument, the written-out run as a scalar of one of
+its calls, and msprobe records both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from acc_agent.numerics.diagnosis.explain import value_text
+
+if TYPE_CHECKING:
+    from acc_agent.io.dumps import Dump
+    from acc_agent.models.diagnosis import Diagnosis, FirstDivergence
+
+#: Constants listed per side (the rest are counted).
+SHOWN = 6
+
+
+def region_context(fd: FirstDivergence | None, diag: Diagnosis, regions: Sequence[Mapping[str, object]],
+                   golden: Dump, target: Dump) -> None:
+    """Say so when the first divergence closes a fused region, and list both sides' constants."""
+    if fd is None or fd.module is None:
+        return
+    for region in regions:
+        run = [str(k) for k in region.get("target_run") or ()]  # type: ignore[attr-defined]
+        golden_keys = [str(k) for k in region.get("golden") or ()]  # type: ignore[attr-defined]
+        if not run or not golden_keys or fd.module not in (run[-1], region.get("target")):
+            continue
+        target_fused = region.get("fused_side") == "target"
+        span = (f"{golden_keys[0]} .. {golden_keys[-1]}" if len(golden_keys) > 1 else golden_keys[0]) \
+            if target_fused else (f"{run[0]} .. {run[-1]}" if len(run) > 1 else run[0])
+        if target_fused:
+            text = (f" {fd.module} is the target's fused call standing for the golden's {len(golden_keys)} calls "
+                    f"{span}: it takes their inputs and gives another output, so the fault is the fused call's.")
+        else:
+            text = (f" {fd.module} closes the target's written-out run {span} ({len(run)} calls), which stands for "
+                    f"the golden's fused {golden_keys[0]}: the run as a whole takes its inputs and gives another "
+                    "output, so the fault is anywhere in that run.")
+        g_consts, t_consts = _constants(golden, golden_keys), _constants(target, run)
+        if g_consts or t_consts:
+            text += (f" Constants of the golden's side: {g_consts or 'none recorded'}; of the target's: "
+                     f"{t_consts or 'none recorded'}.")
+            diag.next_actions.insert(0, "Compare the constants of the fused call with those of the calls it stands "
+                                        "for (an eps, a scale, an approximation: listed in the explanation); the one "
+                                        "that differs is the fault.")
+        diag.explanation += text
+        return
+
+
+def _constants(dump: Dump, keys: Sequence[str]) -> str:
+    """The scalar arguments recorded for these calls, e.g. ``1e-05 (Functional.layer_norm.0.forward input.4)``."""
+    found: list[str] = []
+    for key in keys:
+        for s in dump.scalars.get(key, []):
+            arg = s.name[len(key) + 1:]
+            if arg.startswith("output") or isinstance(s.value, bool) or not isinstance(s.value, int | float | str):
+                continue
+            found.append(f"{value_text(s.value)} ({key} {arg})")
+    more = f" and {len(found) - SHOWN} more" if len(found) > SHOWN else ""
+    return ", ".join(found[:SHOWN]) + more
