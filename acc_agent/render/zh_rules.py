@@ -537,7 +537,6 @@ RULES: list[tuple[str, str]] = [
     (r" Constants of the golden's side: (?P<t_g>.+?); of the target's: (?P<t_t>.+?)\.$",
      " golden 侧的常量：{t_g}；目标侧的常量：{t_t}。"),
     (r"^none recorded$", "未记录"),
-    (r"^(?P<l>.+) and (?P<n>\d+) more$", "{l} 等另外 {n} 个"),
     (r"Compare the constants of the fused call with those of the calls it stands for \(an eps, a scale, an "
      r"approximation: listed in the explanation\); the one that differs is the fault\.",
      "对比融合调用的常量与其所对应调用的常量（eps、缩放系数、近似方式：见说明）；不同的那个就是故障。"),

@@ -355,8 +355,7 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                     f"({final.name}) overflowed elsewhere.")
         else:
             tail = f"the Inf/NaN reach the end of the pass ({final.name})."
-    elif final is not None and final not in (t, shows) and not final.m.target_nonfinite \
-            and final.err is not None and final.err <= budgets.budget(final.m.dtype):
+    elif final is not None and final not in (t, shows) and _final_agrees(final):
         # the final output's own error is within its precision (not only within what its inputs carried in)
         tail = (f"the end of the pass ({final.name}) is within precision again: on these inputs its effect on the "
                 "result stays inside rounding, but the call computes something else, which other inputs or longer "
