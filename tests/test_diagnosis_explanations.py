@@ -9,7 +9,11 @@
   (``stats_two_steps_adam_eps``);
 - a call the target leaves out names the golden's call that made the input (tests/data/msprobe_missing_scale);
 - a fused call that computes something else is paired with the run it replaces by place and named, with the
-  constants of both sides (tests/data/msprobe_fused_attention_scale, msprobe_decomposed_layer_norm_eps).
+  constants of both sides (tests/data/msprobe_fused_attention_scale, msprobe_decomposed_layer_norm_eps);
+- a module (L0) dump records a parameter gradient before its module's backward: the incoming gradient that
+  already differs is named (tests/data/msprobe_l0_backward_custom);
+- a pipeline stage that only receives the difference (send/recv) is not the rank at fault
+  (tests/data/msprobe_pipeline_send_recv).
 """
 
 from __future__ import annotations
@@ -131,3 +135,21 @@ def test_a_written_out_run_that_stands_for_a_fused_call_lists_both_sides_constan
     assert "1e-05 (Functional.layer_norm.0.forward input.4)" in diag.explanation
     assert "0.1 (Tensor.__add__.0.forward input.1)" in diag.explanation
     assert diag.next_actions[0].startswith("Compare the constants of the fused call")
+
+
+def test_a_module_dump_names_the_incoming_gradient_not_the_parameter_gradient_before_it() -> None:
+    root = DATA / "msprobe_l0_backward_custom"
+    out = _compare(root / "golden", root / "target")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert (fd.module, fd.argument, fd.direction) == ("Module.fc2.Linear.backward.0", "input.0", "backward")
+    assert diag.category == "operator_fault"
+
+
+def test_a_pipeline_stage_that_only_receives_the_fault() -> None:
+    root = DATA / "msprobe_pipeline_send_recv"
+    out = _compare(root / "golden", root / "target")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert (fd.module, fd.rank) == ("Functional.gelu.0.forward", "rank0")
+    assert [(r.rank, r.status) for r in diag.ranks] == [("rank0", "diverges"), ("rank1", "via_collective")]
