@@ -828,6 +828,8 @@ def _region_run(fused: _Op, inside: list[_Op], free: set[str], with_stats: set[s
     if use_stats and not closed:
         return None
     ends = [i for i, op in enumerate(run) if any(g.shape == f_out[0].shape for g in op.of_role("output"))]
+    if use_stats and ends and ends[-1] == 0:
+        return None  # one call for one call with another output: a swapped API, which its own pairing says plainly
     return (run[: ends[-1] + 1], use_stats, use_stats) if ends else None
 
 
