@@ -12,6 +12,7 @@
   constants of both sides (tests/data/msprobe_fused_attention_scale, msprobe_decomposed_layer_norm_eps);
 - a module (L0) dump records a parameter gradient before its module's backward: the incoming gradient that
   already differs is named (tests/data/msprobe_l0_backward_custom);
+- ranks that diverge at the same call each on their own are said to (tests/data/msprobe_reduce_op);
 - a pipeline stage that only receives the difference (send/recv) is not the rank at fault
   (tests/data/msprobe_pipeline_send_recv).
 """
@@ -153,3 +154,13 @@ def test_a_pipeline_stage_that_only_receives_the_fault() -> None:
     assert fd is not None and diag is not None
     assert (fd.module, fd.rank) == ("Functional.gelu.0.forward", "rank0")
     assert [(r.rank, r.status) for r in diag.ranks] == [("rank0", "diverges"), ("rank1", "via_collective")]
+
+
+def test_ranks_that_diverge_at_the_same_call_are_said_to() -> None:
+    """Every rank's all_reduce reduces with MAX where the golden sums: each rank diverges at that call itself."""
+    root = DATA / "msprobe_reduce_op"
+    out = _compare(root / "golden", root / "target")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert (fd.module, fd.argument, fd.rank) == ("Distributed.all_reduce.0.forward", "input.op", "rank0")
+    assert "rank1 diverges at the same call (Distributed.all_reduce.0.forward) on its own" in diag.explanation

@@ -554,6 +554,8 @@ RULES: list[tuple[str, str]] = [
     (r"; (?P<ranks>\S+(?:, \S+)*) only receives? it through a collective \((?:its|their) own inputs agree\)",
      "；{ranks} 只是通过集合通信收到它（其自身输入一致）"),
     (r"; (?P<ranks>\S+(?:, \S+)*) diverges? too \(later or on their own\)", "；{ranks} 也有偏离（更晚或各自独立）"),
+    (r"; (?P<ranks>\S+(?:, \S+)*) diverges? at the same call \((?P<call>\S+)\) on (?:its|their) own",
+     "；{ranks} 在同一个调用（{call}）上各自独立地偏离"),
     (r"; clean: (?P<ranks>[^.]+)\.", "；无问题的 rank：{ranks}。"),
     (r" A later step starts from weights the earlier step's differing gradients already updated, so its divergence "
      r"follows from this one and is not a fault of its own\.",

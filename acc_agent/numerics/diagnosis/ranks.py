@@ -59,6 +59,12 @@ def _updated_between_steps(diag: Diagnosis, step: int, findings: list[RankFindin
     return bool(earlier) and all(f.status == "clean" for f in earlier)
 
 
+def _same_call(finding: RankFinding, fd: FirstDivergence | None) -> bool:
+    """Whether another rank's first divergence is at the same call as the one named."""
+    return fd is not None and finding.module is not None and finding.module == fd.module \
+        and finding.first_divergence == fd.name
+
+
 def _via_collective(fd: FirstDivergence | None) -> bool:
     if fd is None or fd.module is None:
         return False
@@ -107,8 +113,12 @@ def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Di
     labels = [_label(r.key, several_steps) for r in results]
     clean = [lab for lab, f in zip(labels, findings, strict=True) if f.status == "clean"]
     received = [lab for lab, f in zip(labels, findings, strict=True) if f.status == "via_collective"]
-    others = [lab for lab, f, r in zip(labels, findings, results, strict=True)
-              if f.status == "diverges" and r is not pick]
+    # other ranks of the same step whose first divergence is the very call named: the same cause on each rank
+    same = [f.status == "diverges" and r is not pick and f.step == step_of(pick.key) and _same_call(f, fd)
+            for f, r in zip(findings, results, strict=True)]
+    others = [lab for lab, f, r, s in zip(labels, findings, results, same, strict=True)
+              if f.status == "diverges" and r is not pick and not s]
+    alike = [lab for lab, s in zip(labels, same, strict=True) if s]
     pick_step = step_of(pick.key) or 0
     later_steps = several_steps and any((f.step or 0) > pick_step for f in findings
                                         if f.status in ("diverges", "via_collective"))
@@ -119,6 +129,9 @@ def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Di
             verb = "receives" if len(received) == 1 else "receive"
             text += (f"; {', '.join(received)} only {verb} it through a collective "
                      f"({'its' if len(received) == 1 else 'their'} own inputs agree)")
+        if alike:
+            text += (f"; {', '.join(alike)} {'diverges' if len(alike) == 1 else 'diverge'} at the same call "
+                     f"({fd.module}) on {'its' if len(alike) == 1 else 'their'} own")
         if others:
             text += f"; {', '.join(others)} {'diverges' if len(others) == 1 else 'diverge'} too (later or on their own)"
         text += f"; clean: {', '.join(clean) if clean else 'none'}."
