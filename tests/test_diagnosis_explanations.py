@@ -35,6 +35,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:
 from msprobe_cases import make_case  # noqa: E402
 
 from acc_agent.models.compare import CompareDumpsOutput  # noqa: E402
+from acc_agent.models.diagnosis import Diagnosis, FirstDivergence  # noqa: E402
 from acc_agent.registry import call_tool  # noqa: E402
 from acc_agent.render.tooltext import english_words, to_zh  # noqa: E402
 
@@ -53,6 +54,13 @@ def _compare(golden: Path, target: Path) -> CompareDumpsOutput:
 def _case(name: str) -> CompareDumpsOutput:
     case = make_case(name)
     return _compare(case.golden, case.target)
+
+
+def _data(name: str) -> tuple[FirstDivergence, Diagnosis]:
+    """The first divergence and diagnosis of the dump pair kept in tests/data/<name> (its README says what it is)."""
+    out = _compare(DATA / name / "golden", DATA / name / "target")
+    assert out.first_divergence is not None and out.diagnosis is not None
+    return out.first_divergence, out.diagnosis
 
 
 def test_an_infinite_fill_argument_is_not_an_overflow() -> None:
@@ -90,9 +98,7 @@ def test_weights_that_differ_only_after_a_clean_step_point_at_the_optimizer() ->
 
 
 def test_a_call_the_target_leaves_out_is_found_on_the_golden() -> None:
-    out = _compare(DATA / "msprobe_missing_scale" / "golden", DATA / "msprobe_missing_scale" / "target")
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None
+    fd, diag = _data("msprobe_missing_scale")
     assert (fd.module, fd.argument) == ("Functional.linear.0.forward", "input.0")
     assert "on the golden the output of Tensor.__mul__.0.forward" in fd.reason
     assert diag.next_actions[0].startswith(
@@ -109,10 +115,7 @@ def test_ranks_that_receive_the_fault_are_listed_together() -> None:
 def test_a_fused_call_that_computes_something_else_is_paired_with_its_run_and_named() -> None:
     """A fused attention with the wrong scale takes the decomposed run's inputs but not its output: the run is still
     paired (its output by place) and the fused call is the fault, not the next linear's input."""
-    root = DATA / "msprobe_fused_attention_scale"
-    out = _compare(root / "golden", root / "target")
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None
+    fd, diag = _data("msprobe_fused_attention_scale")
     assert (fd.module, fd.enters_through) == ("Functional.scaled_dot_product_attention.0.forward", "operator")
     regions = diag.details["fused_regions"]
     assert isinstance(regions, list) and len(regions) == 1
@@ -127,10 +130,8 @@ def test_a_fused_call_that_computes_something_else_is_paired_with_its_run_and_na
 def test_a_written_out_run_that_stands_for_a_fused_call_lists_both_sides_constants() -> None:
     """The golden's fused layer_norm (eps 1e-5) against the target's written-out one with eps 0.1: the run is paired
     by place, the call that closes it is named, and the constants of both sides are listed (the eps among them)."""
-    root = DATA / "msprobe_decomposed_layer_norm_eps"
-    out = _compare(root / "golden", root / "target")
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None and fd.module == "Tensor.__add__.1.forward"
+    fd, diag = _data("msprobe_decomposed_layer_norm_eps")
+    assert fd.module == "Tensor.__add__.1.forward"
     assert "closes the target's written-out run Tensor.mean.0.forward .. Tensor.__add__.1.forward (10 calls)" \
         in diag.explanation
     assert "1e-05 (Functional.layer_norm.0.forward input.4)" in diag.explanation
@@ -139,28 +140,19 @@ def test_a_written_out_run_that_stands_for_a_fused_call_lists_both_sides_constan
 
 
 def test_a_module_dump_names_the_incoming_gradient_not_the_parameter_gradient_before_it() -> None:
-    root = DATA / "msprobe_l0_backward_custom"
-    out = _compare(root / "golden", root / "target")
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None
+    fd, diag = _data("msprobe_l0_backward_custom")
     assert (fd.module, fd.argument, fd.direction) == ("Module.fc2.Linear.backward.0", "input.0", "backward")
     assert diag.category == "operator_fault"
 
 
 def test_a_pipeline_stage_that_only_receives_the_fault() -> None:
-    root = DATA / "msprobe_pipeline_send_recv"
-    out = _compare(root / "golden", root / "target")
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None
+    fd, diag = _data("msprobe_pipeline_send_recv")
     assert (fd.module, fd.rank) == ("Functional.gelu.0.forward", "rank0")
     assert [(r.rank, r.status) for r in diag.ranks] == [("rank0", "diverges"), ("rank1", "via_collective")]
 
 
 def test_ranks_that_diverge_at_the_same_call_are_said_to() -> None:
     """Every rank's all_reduce reduces with MAX where the golden sums: each rank diverges at that call itself."""
-    root = DATA / "msprobe_reduce_op"
-    out = _compare(root / "golden", root / "target")
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None
+    fd, diag = _data("msprobe_reduce_op")
     assert (fd.module, fd.argument, fd.rank) == ("Distributed.all_reduce.0.forward", "input.op", "rank0")
     assert "rank1 diverges at the same call (Distributed.all_reduce.0.forward) on its own" in diag.explanation
