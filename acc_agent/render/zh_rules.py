@@ -224,7 +224,8 @@ RULES: list[tuple[str, str]] = [
      r"inputs agree and its output (?P<out>\S+) differs \((?P<t_err>" + _B + r")\)",
      "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；其张量输入一致，而输出 {out} 不同（{t_err}）"),
     (r"(?P<name>\S+) \((?P<t_what>a parameter or buffer|an index or mask tensor|a tensor no dumped call produced|an "
-     r"input|on the golden the output of \S+; no call the target dumps before it produced it)\) already differs \((?P<t_err>[^;]*); (?P<t_how>" + _B + r")\) while every tensor before it agrees"
+     r"input|on the golden the output of \S+; no call the target dumps before it produced it|on the golden the output "
+     r"of \S+, a call the target does not make)\) already differs \((?P<t_err>[^;]*); (?P<t_how>" + _B + r")\) while every tensor before it agrees"
      r"(?P<t_seen>(?: within precision)?(?: \(" + _B + r"\))?): the difference enters (?P<node>\S+) through (?P<arg>\S+)",
      "{name}（{t_what}）已经不同（{t_err}；{t_how}），而其之前的所有张量都一致{t_seen}：差异经由 {arg} 进入 {node}"),
     (r"(?P<name>\S+) \((?P<t_what>a parameter or buffer|an index or mask tensor|a tensor no dumped call produced|an "
@@ -809,6 +810,11 @@ RULES: list[tuple[str, str]] = [
      "因此差异首先在这里出现。"),
     (r"^on the golden the output of (?P<k>\S+); no call the target dumps before it produced it$",
      "golden 侧由 {k} 输出；目标侧在它之前没有任何已 dump 的调用产生它"),
+    (r"^on the golden the output of (?P<k>\S+), a call the target does not make$",
+     "golden 侧由 {k} 输出，而目标侧没有这个调用"),
+    (r"The golden computes (?P<arg>\S+) of (?P<op>\S+) with (?P<k>\S+); the target does not make that call: look for a "
+     r"call the port left out or added there \(a scaling, a normalisation, a residual or a cast\)(?P<t_d>; .+)?\.",
+     "golden 用 {k} 计算 {op} 的 {arg}；目标侧没有这个调用：查找迁移时在此处漏掉或多加的调用（缩放、归一化、残差或类型转换）{t_d}。"),
     (r"The golden computes (?P<arg>\S+) of (?P<op>\S+) with (?P<k>\S+); the target makes no such call before (?P=op) "
      r"\(a call of that name comes later or not at all\): look for a call the port left out or added there \(a "
      r"scaling, a normalisation, a residual or a cast\)(?P<t_d>; .+)?\.",

@@ -154,8 +154,9 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
         what = {"parameter": "a parameter or buffer", "mask": "an index or mask tensor",
                 "other": "a tensor no dumped call produced"}.get(t.leaf or "other", "an input")
         if f.golden_producer is not None:
-            what = (f"on the golden the output of {f.golden_producer}; no call the target dumps before it produced "
-                    "it")
+            what = (f"on the golden the output of {f.golden_producer}, a call the target does not make"
+                    if f.golden_producer_unpaired else
+                    f"on the golden the output of {f.golden_producer}; no call the target dumps before it produced it")
         if t.m.target_nonfinite and not t.m.golden_nonfinite:
             return (f"{t.name} ({what}) holds Inf/NaN on the target where the golden is finite, while every tensor "
                     f"before it is finite: the Inf/NaN enter {node.key} through {t.arg}"
@@ -266,9 +267,10 @@ def operator_actions(node: Node, f: Finding, difference: str | None, probe: Prob
                     "(triu/tril, arange, comparisons), so the difference first shows here.",
                     "Dump the code that builds it with msprobe's level mix or add it to the dump list."]
         if f.golden_producer is not None:
-            return [f"The golden computes {f.argument} of {op} with {f.golden_producer}; the target makes no such "
-                    f"call before {op} (a call of that name comes later or not at all): look for a call the port left "
-                    "out or added there (a scaling, a normalisation, a residual or a cast)"
+            where = ("the target does not make that call" if f.golden_producer_unpaired else
+                     f"the target makes no such call before {op} (a call of that name comes later or not at all)")
+            return [f"The golden computes {f.argument} of {op} with {f.golden_producer}; {where}: look for a call the "
+                    "port left out or added there (a scaling, a normalisation, a residual or a cast)"
                     + (f"; {difference}" if difference else "") + ".",
                     "If the call is only named otherwise on the target, pair the two with a mapping file, then compare "
                     "again."]

@@ -52,6 +52,8 @@ class Finding:
     hidden: bool = False
     #: for an input no dumped call of the target produced: the golden's call whose output holds its data
     golden_producer: str | None = None
+    #: that golden call has no partner on the target (the target does not make it)
+    golden_producer_unpaired: bool = False
 
 
 def in_pass(graph: Graph, direction: str) -> list[Tensor]:
@@ -167,9 +169,10 @@ def _classify(t: Tensor, graph: Graph, golden: Dump | None, target: Dump | None)
             return Finding(t, node, "data_input", argument=t.arg)
         if t.producer is None:
             container = _container(node) if t.leaf == "other" else None
+            made_by = golden_producer(t, golden) if t.leaf == "other" else None
             return Finding(t, node, "between_operators" if container else "argument", argument=t.arg,
-                           container=container,
-                           golden_producer=golden_producer(t, golden) if t.leaf == "other" else None)
+                           container=container, golden_producer=made_by,
+                           golden_producer_unpaired=made_by is not None and not _paired(graph, made_by))
         return Finding(t, node, "between_operators", argument=t.arg, container=_container(node))
     scalar = differing_scalar(node.key, golden, target, t)
     if scalar is not None:
@@ -372,6 +375,12 @@ def golden_producer(t: Tensor, golden: Dump | None) -> str | None:
         if e.role == "output" and e.module_key != g_e.module_key and fingerprint(e) == fp:
             return e.module_key
     return None
+
+
+def _paired(graph: Graph, golden_key: str) -> bool:
+    """Whether any compared row pairs a tensor of golden call ``golden_key`` with one of the target's."""
+    prefix = golden_key + "."
+    return any((x.row.__dict__.get("golden_name") or x.name).startswith(prefix) for x in graph.tensors)
 
 
 def _nonfinite_number(v: object) -> bool:
