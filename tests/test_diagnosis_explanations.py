@@ -158,3 +158,14 @@ def test_ranks_that_diverge_at_the_same_call_are_said_to() -> None:
     fd, diag = _data("msprobe_reduce_op")
     assert (fd.module, fd.argument, fd.rank) == ("Distributed.all_reduce.0.forward", "input.op", "rank0")
     assert "rank1 diverges at the same call (Distributed.all_reduce.0.forward) on its own" in diag.explanation
+
+
+def test_an_activation_module_in_a_bf16_module_dump() -> None:
+    """At L0 a GELU is a module (``Module.blocks.1.act.GELU``), judged by the same activation rules as the API: a GELU
+    4 % off on every 4th element of a bf16 run is found there, and the same run without the fault passes."""
+    fd, diag = _data("msprobe_l0_bf16_gelu_4pct")
+    assert (fd.module, diag.category) == ("Module.blocks.1.act.GELU.forward.0", "operator_fault")
+    out = call_tool("compare_dumps", {"golden": str(DATA / "msprobe_l0_bf16_clean" / "golden"),
+                                      "target": str(DATA / "msprobe_l0_bf16_clean" / "target"), "workers": 1})
+    assert isinstance(out, CompareDumpsOutput) and out.verdict == "pass"
+    assert out.diagnosis is not None and out.diagnosis.category == "no_layer_fault"

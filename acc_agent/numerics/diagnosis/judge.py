@@ -239,7 +239,8 @@ def _flow_excess(t: Tensor, err: float, upstream: float) -> float:
             ins.append(incoming)
         if ins:
             own_norm = norm_rounding(dtype)
-            if t.direction == "forward" and node is not None and api_name(node.key) in ELEMENTWISE_SLOPE \
+            if t.direction == "forward" and node is not None \
+                    and api_name(node.key).lower().strip("_") in ELEMENTWISE_SLOPE \
                     and budgets.canonical_dtype(dtype) in budgets.LOW_PRECISION:
                 own_norm = ACTIVATION_NORM_ROUNDINGS * budgets.unit_roundoff(dtype)
             allowed = AMPLIFICATION * max(ins) + own_norm
