@@ -110,7 +110,7 @@ RECOMPUTED_FROM = {"forward": ("inputs and arguments", "output", "call"),
 
 
 def _nonfinite_stats(t: Tensor) -> str:
-    """Which of the target's recorded statistics are Inf/NaN, e.g. "its Max is inf, its Norm inf"."""
+    """Which of the target's recorded statistics are Inf/NaN, e.g. "recorded Max Inf, Norm Inf"."""
     stats = t.row.__dict__.get("target_stats") or {}
     bad = [f"{k} {'NaN' if math.isnan(v) else ('Inf' if v > 0 else '-Inf')}" for k in ("Max", "Min", "Mean", "Norm")
            if isinstance(v := stats.get(k), float) and not math.isfinite(v)]

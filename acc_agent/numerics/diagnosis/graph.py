@@ -184,6 +184,15 @@ class Graph:
     def consumers(self, t: Tensor) -> list[Tensor]:
         return [x for x in self.tensors if x.producer is t]
 
+    def backward_of_parameters(self, key: str) -> Node | None:
+        """The backward call of the module whose parameter gradients are recorded under ``key``.
+
+        msprobe records a module's parameter gradients (``Module.fc2.Linear.parameters_grad.0``, level mix / L0)
+        apart from the module's backward call, whose first input is the gradient they are summed from."""
+        if ".parameters_grad" not in key:
+            return None
+        return self.by_key.get(key.replace(".parameters_grad", ".backward", 1))
+
     @functools.cached_property
     def parameter_gradients(self) -> set[int]:
         """``id``s of the tensors that are gradients of a parameter: the optimizer, not a later call, reads them.

@@ -161,9 +161,7 @@ def _cancelled_excess(t: Tensor, budget: float, graph: Graph) -> float | None:
     if g_norm is None or node is None or t.err is None or not math.isfinite(t.err):
         return None
     if ".parameters_grad" in node.key:
-        # a module's parameter gradients (level mix / L0) are dumped apart from the module's backward call, whose
-        # first input is the gradient they are summed from
-        node = graph.by_key.get(node.key.replace(".parameters_grad", ".backward", 1))
+        node = graph.backward_of_parameters(node.key)
         if node is None:
             return None
     incoming = [(n, x) for x in node.inputs if x.arg == "input.0"
@@ -239,8 +237,7 @@ def _flow_excess(t: Tensor, err: float, upstream: float) -> float:
             ins.append(incoming)
         if ins:
             own_norm = norm_rounding(dtype)
-            if t.direction == "forward" and node is not None \
-                    and api_name(node.key).lower().strip("_") in ELEMENTWISE_SLOPE \
+            if t.direction == "forward" and node is not None and _op_name(node) in ELEMENTWISE_SLOPE \
                     and budgets.canonical_dtype(dtype) in budgets.LOW_PRECISION:
                 own_norm = ACTIVATION_NORM_ROUNDINGS * budgets.unit_roundoff(dtype)
             allowed = AMPLIFICATION * max(ins) + own_norm
@@ -254,7 +251,7 @@ def accumulation_budget(node: Node, dtype: str | None) -> float:
     operand gradient the call also returns (``output.1``: a weight's shape)."""
     if budgets.canonical_dtype(dtype) not in budgets.LOW_PRECISION:
         return 0.0
-    name = api_name(node.key).lower().strip("_")
+    name = _op_name(node)
     if name not in WEIGHT_GEMMS and name not in OPERAND_GEMMS:
         return 0.0
     second = next((x for x in node.outputs if x.arg == "output.1"), None)
@@ -266,6 +263,11 @@ def accumulation_budget(node: Node, dtype: str | None) -> float:
         return 0.0
     return min(REDUCTION_BUDGETS * budgets.budget(dtype), ACCUMULATION_ROUNDINGS * budgets.unit_roundoff(dtype)
                * math.sqrt(k))
+
+
+def _op_name(node: Node) -> str:
+    """The API or module class a call is judged as: ``Functional.gelu`` and ``Module...GELU`` both ``gelu``."""
+    return api_name(node.key).lower().strip("_")
 
 
 def inputs_bit_identical(t: Tensor) -> bool:
@@ -286,7 +288,7 @@ def _elementwise_excess(t: Tensor) -> tuple[float, str]:
     node = t.node
     if node is None or t.direction != "forward" or t.row.euc_dist is None or not t.row.golden_norm:
         return 0.0, ""
-    name = api_name(node.key).lower().strip("_")
+    name = _op_name(node)
     tensors = [x for x in node.inputs if x.row.euc_dist is not None]
     if not tensors or not all(math.isfinite(x.row.euc_dist or 0.0) for x in tensors):
         return 0.0, ""

@@ -280,12 +280,10 @@ def _container(node: Node) -> Node | None:
 def _incoming_gradient(t: Tensor, graph: Graph) -> Tensor | None:
     """The differing incoming gradient of the module whose parameter gradient ``t`` is, if any.
 
-    msprobe records a module's parameter gradients (``Module.fc2.Linear.parameters_grad.0``) before the module's
-    backward call, whose first input is the gradient they are summed from: when that gradient already differs, the
-    difference came in with it (from whatever ran between this module and the next recorded one)."""
-    if ".parameters_grad" not in t.key:
-        return None
-    backward = graph.by_key.get(t.key.replace(".parameters_grad", ".backward", 1))
+    msprobe records a module's parameter gradients before the module's backward call, whose first input is the
+    gradient they are summed from: when that gradient already differs, the difference came in with it (from whatever
+    ran between this module and the next recorded one)."""
+    backward = graph.backward_of_parameters(t.key)
     if backward is None:
         return None
     return next((x for x in backward.inputs if x.beyond), None)

@@ -113,12 +113,11 @@ def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Di
     labels = [_label(r.key, several_steps) for r in results]
     clean = [lab for lab, f in zip(labels, findings, strict=True) if f.status == "clean"]
     received = [lab for lab, f in zip(labels, findings, strict=True) if f.status == "via_collective"]
+    diverging = [(lab, f) for lab, f, r in zip(labels, findings, results, strict=True)
+                 if f.status == "diverges" and r is not pick]
     # other ranks of the same step whose first divergence is the very call named: the same cause on each rank
-    same = [f.status == "diverges" and r is not pick and f.step == step_of(pick.key) and _same_call(f, fd)
-            for f, r in zip(findings, results, strict=True)]
-    others = [lab for lab, f, r, s in zip(labels, findings, results, same, strict=True)
-              if f.status == "diverges" and r is not pick and not s]
-    alike = [lab for lab, s in zip(labels, same, strict=True) if s]
+    alike = [lab for lab, f in diverging if f.step == step_of(pick.key) and _same_call(f, fd)]
+    others = [lab for lab, _ in diverging if lab not in alike]
     pick_step = step_of(pick.key) or 0
     later_steps = several_steps and any((f.step or 0) > pick_step for f in findings
                                         if f.status in ("diverges", "via_collective"))

@@ -29,13 +29,12 @@ def region_context(fd: FirstDivergence | None, diag: Diagnosis, regions: Sequenc
     if fd is None or fd.module is None:
         return
     for region in regions:
-        run = [str(k) for k in region.get("target_run") or ()]  # type: ignore[attr-defined]
-        golden_keys = [str(k) for k in region.get("golden") or ()]  # type: ignore[attr-defined]
+        run, golden_keys = _keys(region.get("target_run")), _keys(region.get("golden"))
         if not run or not golden_keys or fd.module not in (run[-1], region.get("target")):
             continue
         target_fused = region.get("fused_side") == "target"
-        span = (f"{golden_keys[0]} .. {golden_keys[-1]}" if len(golden_keys) > 1 else golden_keys[0]) \
-            if target_fused else (f"{run[0]} .. {run[-1]}" if len(run) > 1 else run[0])
+        spanned = golden_keys if target_fused else run  # the decomposed side
+        span = f"{spanned[0]} .. {spanned[-1]}" if len(spanned) > 1 else spanned[0]
         if target_fused:
             text = (f" {fd.module} is the target's fused call standing for the golden's {len(golden_keys)} calls "
                     f"{span}: it takes their inputs and gives another output, so the fault is the fused call's.")
@@ -52,6 +51,11 @@ def region_context(fd: FirstDivergence | None, diag: Diagnosis, regions: Sequenc
                                         "that differs is the fault.")
         diag.explanation += text
         return
+
+
+def _keys(value: object) -> list[str]:
+    """A region's list of call keys (an empty list for anything else)."""
+    return [str(k) for k in value] if isinstance(value, list | tuple) else []
 
 
 def _constants(dump: Dump, keys: Sequence[str]) -> str:
