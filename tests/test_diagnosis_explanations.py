@@ -14,7 +14,10 @@
   already differs is named (tests/data/msprobe_l0_backward_custom);
 - ranks that diverge at the same call each on their own are said to (tests/data/msprobe_reduce_op);
 - a pipeline stage that only receives the difference (send/recv) is not the rank at fault
-  (tests/data/msprobe_pipeline_send_recv).
+  (tests/data/msprobe_pipeline_send_recv);
+- a weight whose md5 differs in the same dtype is where the fault enters, though its statistics agree within
+  summation order (tests/data/msprobe_md5_weight_transposed);
+- NaN from finite inputs is an invalid operation, not a range overflow (tests/data/msprobe_stats_gelu_nan).
 """
 
 from __future__ import annotations
@@ -169,3 +172,21 @@ def test_an_activation_module_in_a_bf16_module_dump() -> None:
                                       "target": str(DATA / "msprobe_l0_bf16_clean" / "target"), "workers": 1})
     assert isinstance(out, CompareDumpsOutput) and out.verdict == "pass"
     assert out.diagnosis is not None and out.diagnosis.category == "no_layer_fault"
+
+
+def test_a_weight_with_another_digest_is_where_the_fault_enters() -> None:
+    """Statistics reduced on the device may differ by summation order for the same weight; its md5 may not."""
+    fd, diag = _data("msprobe_md5_weight_transposed")
+    assert (fd.module, fd.enters_through, fd.argument) == ("Functional.linear.0.forward", "argument", "input.1")
+    assert "another md5 digest in the same dtype: a loaded tensor must match byte for byte" in fd.reason
+    assert fd.difference is not None and "transposed or permuted" in fd.difference
+    assert diag.category == "operator_fault"
+
+
+def test_nan_from_finite_inputs_is_an_invalid_operation() -> None:
+    fd, diag = _data("msprobe_stats_gelu_nan")
+    assert (fd.module, fd.enters_through) == ("Functional.gelu.1.forward", "overflow")
+    assert fd.reason.endswith("an invalid operation (NaN from finite values), not a value past the dtype's range")
+    assert diag.explanation.startswith("Invalid operation: Functional.gelu.1.forward is the first call to produce NaN")
+    assert diag.next_actions[0].startswith("Look inside Functional.gelu.1.forward for an operation that is invalid")
+    assert "65504" not in " ".join(diag.next_actions)

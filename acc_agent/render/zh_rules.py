@@ -198,14 +198,14 @@ RULES: list[tuple[str, str]] = [
      "（其中 {n} 个未达到 msprobe 的标准，见诊断中被排除的行）"),
     (r" within precision", "（在精度范围内）"),
     (r"(?P<node>\S+) is the first call whose inputs are finite and whose output holds Inf/NaN on the target "
-     r"\((?P<i>\d+) Inf, (?P<n>\d+) NaN where the golden has none\): an overflow",
-     "{node} 是第一个输入有限而目标侧输出含 Inf/NaN 的调用（{i} 个 Inf，{n} 个 NaN，golden 侧没有）：溢出"),
+     r"\((?P<i>\d+) Inf, (?P<n>\d+) NaN where the golden has none\): (?P<t_what>an overflow|an invalid operation \(NaN from finite values\), not a value past the dtype's range)",
+     "{node} 是第一个输入有限而目标侧输出含 Inf/NaN 的调用（{i} 个 Inf，{n} 个 NaN，golden 侧没有）：{t_what}"),
     (r"(?P<node>\S+) is the first call whose inputs are finite and whose output holds Inf/NaN on the target "
-     r"\(recorded (?P<stats>[^()]+) where the golden's are finite\): an overflow",
-     "{node} 是第一个输入有限而目标侧输出含 Inf/NaN 的调用（目标侧记录的 {stats}，golden 侧均为有限值）：溢出"),
+     r"\(recorded (?P<stats>[^()]+) where the golden's are finite\): (?P<t_what>an overflow|an invalid operation \(NaN from finite values\), not a value past the dtype's range)",
+     "{node} 是第一个输入有限而目标侧输出含 Inf/NaN 的调用（目标侧记录的 {stats}，golden 侧均为有限值）：{t_what}"),
     (r"(?P<node>\S+) is the first call whose inputs are finite and whose output holds Inf/NaN on the target "
-     r"\(Inf/NaN in its recorded statistics where the golden's are finite\): an overflow",
-     "{node} 是第一个输入有限而目标侧输出含 Inf/NaN 的调用（目标侧记录的统计量含 Inf/NaN，golden 侧均为有限值）：溢出"),
+     r"\(Inf/NaN in its recorded statistics where the golden's are finite\): (?P<t_what>an overflow|an invalid operation \(NaN from finite values\), not a value past the dtype's range)",
+     "{node} 是第一个输入有限而目标侧输出含 Inf/NaN 的调用（目标侧记录的统计量含 Inf/NaN，golden 侧均为有限值）：{t_what}"),
     (r"the network's input (?P<name>\S+) already differs \((?P<t_err>" + _B + r")\): the two runs were not fed the same data",
      "网络输入 {name} 已经不同（{t_err}）：两次运行的输入数据不同"),
     (r"the first compared tensor already differs: the two runs were not fed the same data",
@@ -239,6 +239,8 @@ RULES: list[tuple[str, str]] = [
     (r"^a tensor no dumped call produced$", "不由任何已 dump 调用产生的张量"), (r"^an input$", "输入"),
     (r"(?P<x>\S+)x what a cast explains", "为一次类型转换所能解释的 {x} 倍"),
     (r"integer, bool and reordered tensors must match exactly", "整数、布尔及重排后的张量必须完全一致"),
+    (r"another md5 digest in the same dtype: a loaded tensor must match byte for byte",
+     "同一数据类型下 md5 不同：加载的张量必须逐字节一致"),
     (r"(?P<name>\S+) differs \((?P<t_err>" + _B + r")\) while every recorded tensor before it agrees(?P<t_seen>(?: within "
      r"precision)?(?: \(" + _B + r"\))?): it was computed inside "
      r"(?P<c>\S+), between recorded modules \(a functional call such as an activation or scaling, an in-place change, "
@@ -351,6 +353,11 @@ RULES: list[tuple[str, str]] = [
      "对比两侧 {kind} 层的设置（eps、momentum、仿射参数、近似方式、框架默认值）：可能有一项对它们全部不同。"),
     (r"Overflow: (?P<node>\S+) is the first call to produce Inf/NaN from finite inputs; ",
      "溢出：{node} 是第一个由有限输入产生 Inf/NaN 的调用；"),
+    (r"Invalid operation: (?P<node>\S+) is the first call to produce NaN from finite inputs; ",
+     "无效运算：{node} 是第一个由有限输入产生 NaN 的调用；"),
+    (r"^an overflow$", "溢出"),
+    (r"^an invalid operation \(NaN from finite values\), not a value past the dtype's range$",
+     "无效运算（由有限值产生 NaN），而非数值超出 dtype 范围"),
     (r"The difference enters (?P<node>\S+) through its argument (?P<arg>\S+) \((?P<t_d>" + _B + r")\); ",
      "差异经由参数 {arg} 进入 {node}（{t_d}）；"),
     (r"The difference enters (?P<node>\S+) through its argument (?P<arg>\S+); ", "差异经由参数 {arg} 进入 {node}；"),
@@ -674,10 +681,15 @@ RULES: list[tuple[str, str]] = [
      "其输入和参数已证明两侧完全相同：向厂商上报 {op}，附上记录的输入输出、参数与 dtype、框架、torch_npu 和 CANN 版本，以及这些对比行"),
     (r"(?<=对比行)\.", "。"),
     (r"Find where values grow past the target dtype's range before (?P<op>\S+): compare the inputs' Max/Min with the "
-     r"dtype's limit \(65504 for FP16\); scale the loss/inputs, keep this operator in FP32, or enable the framework's "
-     r"overflow-safe variant\.",
-     "找出 {op} 之前数值在何处超出目标 dtype 的范围：将输入的 Max/Min 与 dtype 上限对比（FP16 为 65504）；缩放 loss 或输入、"
+     r"dtype's limit \((?P<limit>\S+) for (?P<dt>FP16|BF16|FP32)\); scale the loss/inputs, keep this operator in FP32, or "
+     r"enable the framework's overflow-safe variant\.",
+     "找出 {op} 之前数值在何处超出目标 dtype 的范围：将输入的 Max/Min 与 dtype 上限对比（{dt} 为 {limit}）；缩放 loss 或输入、"
      "将该算子保持 FP32，或启用框架的防溢出版本。"),
+    (r"Look inside (?P<op>\S+) for an operation that is invalid on these inputs: 0/0, Inf - Inf, the square root, log or "
+     r"fractional power of a negative number, a division by a zero norm or variance; replay it on the dumped inputs "
+     r"against the golden's kernel and guard its input \(a clamp or an eps\) where the golden's kernel does\.",
+     "检查 {op} 内部对这些输入无效的运算：0/0、Inf - Inf、负数的平方根、对数或分数次幂、除以为零的范数或方差；用 dump 的输入"
+     "对照 golden 的内核重放该算子，并在 golden 内核做了保护之处同样保护其输入（截断或加 eps）。"),
     (r"Run msprobe's overflow check \(task overflow_check\) on the target to confirm the first overflowing call on every "
      r"rank\.", "在目标侧运行 msprobe 的溢出检测（task overflow_check），确认每个 rank 上第一个溢出的调用。"),
     (r"Make argument (?P<arg>\S+) of (?P<op>\S+) the same as on the golden side \((?P<v>.+?)\): it is read from a config "

@@ -117,6 +117,24 @@ def _nonfinite_stats(t: Tensor) -> str:
     return "recorded " + ", ".join(bad) if bad else "Inf/NaN in its recorded statistics"
 
 
+def nan_not_inf(t: Tensor) -> bool:
+    """Whether the target's first non-finite output holds NaN and, as far as the dump shows, no Inf.
+
+    NaN from finite inputs is an invalid operation (0/0, Inf - Inf, the root or log of a negative number), not a
+    value past the dtype's range. msprobe's statistics of a tensor holding a NaN are all NaN (torch.max propagates
+    it), so an Inf beside it cannot be ruled out there; counted tensors say it exactly."""
+    counts = t.row.target_inf, t.row.target_nan
+    if t.m.measure == "tensor" and counts != (None, None):
+        return not counts[0] and bool(counts[1])
+    stats = t.row.__dict__.get("target_stats") or {}
+    bad = [v for k in ("Max", "Min", "Mean", "Norm") if isinstance(v := stats.get(k), float) and not math.isfinite(v)]
+    return bool(bad) and all(math.isnan(v) for v in bad)
+
+
+#: A float dtype's largest finite value, as the overflow advice names it.
+_RANGE = {"float16": "65504 for FP16", "bfloat16": "3.39e38 for BF16", "float32": "3.40e38 for FP32"}
+
+
 def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
     t, node = f.tensor, f.node
     err = f"{'relative error' if t.m.measure == 'tensor' else 'statistics differ by'} {fmt(t.err)}"
@@ -127,12 +145,14 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
                else "statistics not comparable")
     if f.enters == "overflow":
         counts = t.row.target_inf, t.row.target_nan
+        what = ("an invalid operation (NaN from finite values), not a value past the dtype's range"
+                if nan_not_inf(t) else "an overflow")
         if t.m.measure != "tensor" or counts == (None, None):  # statistics show Inf/NaN but do not count them
             shown = _nonfinite_stats(t)
             return (f"{node.key} is the first call whose inputs are finite and whose output holds Inf/NaN on the "
-                    f"target ({shown} where the golden's are finite): an overflow")
+                    f"target ({shown} where the golden's are finite): {what}")
         return (f"{node.key} is the first call whose inputs are finite and whose output holds Inf/NaN on the target "
-                f"({counts[0] or 0} Inf, {counts[1] or 0} NaN where the golden has none): an overflow")
+                f"({counts[0] or 0} Inf, {counts[1] or 0} NaN where the golden has none): {what}")
     if f.enters == "data_input":
         return f"the network's input {t.name} already differs ({err}): the two runs were not fed the same data"
     if f.enters == "argument" and f.scalar is not None:
@@ -162,6 +182,8 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
                     f"before it is finite: the Inf/NaN enter {node.key} through {t.arg}"
                     + (" — an operation msprobe did not dump made them" if t.leaf == "other" else ""))
         how = (f"{fmt(t.excess, '.3g')}x what a cast explains" if math.isfinite(t.excess)
+               else "another md5 digest in the same dtype: a loaded tensor must match byte for byte"
+               if t.m.other_bytes and not t.m.same_stats_other_bytes
                else "integer, bool and reordered tensors must match exactly")
         return (f"{t.name} ({what}) already differs ({err}; {how}) while "
                 f"every tensor before it agrees: the difference enters {node.key} through {t.arg}"
@@ -244,11 +266,17 @@ def operator_actions(node: Node, f: Finding, difference: str | None, probe: Prob
     if f.enters == "operator":
         return advice.actions(node, probe, golden, target, direction)
     if f.enters == "overflow":
+        confirm = ("Run msprobe's overflow check (task overflow_check) on the target to confirm the first overflowing "
+                   "call on every rank.")
+        if nan_not_inf(f.tensor):
+            return [f"Look inside {op} for an operation that is invalid on these inputs: 0/0, Inf - Inf, the square "
+                    "root, log or fractional power of a negative number, a division by a zero norm or variance; "
+                    "replay it on the dumped inputs against the golden's kernel and guard its input (a clamp or an "
+                    "eps) where the golden's kernel does.", confirm]
+        limit = _RANGE.get(f.tensor.m.dtype or "", "65504 for FP16")
         return [f"Find where values grow past the target dtype's range before {op}: compare the inputs' Max/Min with "
-                "the dtype's limit (65504 for FP16); scale the loss/inputs, keep this operator in FP32, or enable "
-                "the framework's overflow-safe variant.",
-                "Run msprobe's overflow check (task overflow_check) on the target to confirm the first overflowing "
-                "call on every rank."]
+                f"the dtype's limit ({limit}); scale the loss/inputs, keep this operator in FP32, or enable "
+                "the framework's overflow-safe variant.", confirm]
     if f.enters == "argument" and f.scalar is not None:
         return [f"Make argument {f.scalar[0]} of {op} the same as on the golden side ({value_text(f.scalar[1])}): it is read "
                 "from a config or default that differs between the two code bases.",

@@ -189,9 +189,12 @@ def _flow_excess(t: Tensor, err: float, upstream: float) -> float:
         if t.role == "parameter_grad":
             return _ratio(err, AMPLIFICATION * upstream + budgets.budget(dtype))
         if t.leaf in ("data", "parameter", "mask"):
-            if t.m.same_stats_other_bytes:
+            excess = _ratio(err, leaf_budget(dtype))
+            if t.m.same_stats_other_bytes or (t.m.other_bytes and excess <= 1.0):
+                # a loaded tensor has no rounding of its own: other bytes in the same dtype are other data, though
+                # its statistics agree within what the device's summation order moves (a transposed weight)
                 return math.inf
-            return _ratio(err, leaf_budget(dtype))
+            return excess
         return _ratio(err, AMPLIFICATION * upstream + budgets.budget(dtype))
     if t.m.same_stats_other_bytes and inputs_bit_identical(t):
         # bit-identical inputs in, the same values in other places out (md5 differs, every statistic equal): no

@@ -55,6 +55,9 @@ class Measured:
     norm_err: float | None = None  # |dNorm| / Norm from dump.json: a systematic scale shows here even at cosine 1
     fill: float | None = None  # a mask fill value left out of ``err`` (see exclude_fills)
     fill_share: float = 0.0  # share of elements filled on both sides
+    # md5 differs on the same dtype: other bytes, whatever the statistics say (a digest is taken of the bytes on the
+    # host, while the statistics are reduced on the device, where a GPU and an NPU sum in other orders)
+    other_bytes: bool = False
 
 
 def entry(dump: Dump | None, name: str | None) -> DumpEntry | None:
@@ -401,7 +404,8 @@ def _measure(row: DumpRow, golden: Dump | None, g_entry: DumpEntry | None, t_ent
         reordered = g_entry is not None and t_entry is not None and g_entry.dtype == t_entry.dtype
     bench_err = stat_error(g_stats, b_entry.stats if b_entry is not None else None, numel, slack) if bench else None
     return Measured(err, bench_err, "md5" if g_md5 is not None and t_md5 is not None else "statistics",
-                    t_bad, g_bad, dtype, reordered)
+                    t_bad, g_bad, dtype, reordered,
+                    other_bytes=same_dtype and g_md5 is not None and t_md5 is not None and g_md5 != t_md5)
 
 
 def _constant(stats: dict[str, float | None] | None) -> bool:
@@ -556,7 +560,7 @@ def measure_and_fingerprint(rows: list[DumpRow], golden: Dump | None, target: Du
             e = errs[j]
             dtype = row_dtypes[j]
             kind = "statistics"
-            reordered = False
+            reordered = other_bytes = False
             value: float | None = None if e != e else e
             digests = md5[j]
             if digests is not None and digests[0] is not None and digests[1] is not None:
@@ -565,11 +569,13 @@ def measure_and_fingerprint(rows: list[DumpRow], golden: Dump | None, target: Du
                 if g_md5 == t_md5 or (value == 0.0 and same_dtype and constant[j]):
                     value = 0.0  # equal digests, or one value in every element on both sides (see _measure)
                     kind = "md5" if g_md5 == t_md5 else "statistics"
-                elif same_dtype and not budgets.is_float(dtype) and (value is None or value == 0.0):
-                    value, reordered = math.inf, True
-                elif value == 0.0:
-                    value = 0.5 * budgets.unit_roundoff(dtype)
-                    reordered = same_dtype
+                else:
+                    other_bytes = same_dtype
+                    if same_dtype and not budgets.is_float(dtype) and (value is None or value == 0.0):
+                        value, reordered = math.inf, True
+                    elif value == 0.0:
+                        value = 0.5 * budgets.unit_roundoff(dtype)
+                        reordered = same_dtype
             if value is None:
                 kind = "none"
             b = None
@@ -577,7 +583,8 @@ def measure_and_fingerprint(rows: list[DumpRow], golden: Dump | None, target: Du
                 b = bench_errs[j]
                 b = None if b != b else b
             ne = norm_errs[j]
-            out[i] = Measured(value, b, kind, t_bad[j], g_bad[j], dtype, reordered, None if ne != ne else ne)
+            out[i] = Measured(value, b, kind, t_bad[j], g_bad[j], dtype, reordered, None if ne != ne else ne,
+                              other_bytes=other_bytes)
     return [m for m in out if m is not None], prints
 
 
