@@ -17,7 +17,10 @@
   (tests/data/msprobe_pipeline_send_recv);
 - a weight whose md5 differs in the same dtype is where the fault enters, though its statistics agree within
   summation order (tests/data/msprobe_md5_weight_transposed);
-- NaN from finite inputs is an invalid operation, not a range overflow (tests/data/msprobe_stats_gelu_nan).
+- NaN from finite inputs is an invalid operation, not a range overflow (tests/data/msprobe_stats_gelu_nan);
+- two kernels of one dtype that round a few elements otherwise leave another digest with equal statistics, which
+  is not values moved unless a later call that mixes positions shows it (tests/data/msprobe_md5_bf16_kernel_rounding,
+  msprobe_md5_bf16_kernel_rounding_gelu).
 """
 
 from __future__ import annotations
@@ -190,3 +193,17 @@ def test_nan_from_finite_inputs_is_an_invalid_operation() -> None:
     assert diag.explanation.startswith("Invalid operation: Functional.gelu.1.forward is the first call to produce NaN")
     assert diag.next_actions[0].startswith("Look inside Functional.gelu.1.forward for an operation that is invalid")
     assert "65504" not in " ".join(diag.next_actions)
+
+
+def test_another_digest_from_rounding_alone_is_not_values_moved() -> None:
+    pair = DATA / "msprobe_md5_bf16_kernel_rounding"
+    out = call_tool("compare_dumps", {"golden": str(pair / "golden"), "target": str(pair / "target"), "workers": 1})
+    assert isinstance(out, CompareDumpsOutput) and out.verdict == "pass" and out.diagnosis is not None
+    assert out.diagnosis.category == "no_layer_fault"
+    assert out.diagnosis.details["digests_differing_by_rounding"] == ["Functional.linear.1.forward.output.0"]
+
+
+def test_a_fault_after_a_rounding_digest_is_named() -> None:
+    fd, diag = _data("msprobe_md5_bf16_kernel_rounding_gelu")
+    assert (fd.module, fd.enters_through, fd.direction) == ("Functional.gelu.1.forward", "operator", "forward")
+    assert diag.category == "operator_fault"

@@ -322,6 +322,14 @@ RULES: list[tuple[str, str]] = [
      "是输出自身 {dtype} 舍入所能解释的 {x} 倍；"),
     (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision; ",
      "单点跳变：{node} 的输入一致，输出却超出精度 {x} 倍；"),
+    (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output that cannot be compared with the "
+     r"golden's \((?P<t_why>[^()]*)\)(?: \([^()]*\))?; ",
+     "单点跳变：{node} 的输入一致，输出却无法与 golden 对比（{t_why}）；"),
+    (r"its output (?P<name>\S+) cannot be compared with the golden's \((?P<t_why>[^()]*)\) while every input of "
+     r"(?P<node>\S+) is within precision", "其输出 {name} 无法与 golden 对比（{t_why}），而 {node} 的所有输入都在精度范围内"),
+    (r"shape (?P<t>\[[^\]]*\]) on the target, (?P<g>\[[^\]]*\]) on the golden", "目标侧形状 {t}，golden 侧 {g}"),
+    (r"dtype (?P<t>\S+) on the target, (?P<g>\S+) on the golden", "目标侧 dtype {t}，golden 侧 {g}"),
+    (r"^no figure could be computed from what the two dumps recorded$", "无法从两侧 dump 记录的内容算出任何误差数值"),
     (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision \(a sum or "
      r"difference moves each element by at most its inputs' differences added, plus one rounding\); ",
      "单点跳变：{node} 的输入一致，输出却超出精度 {x} 倍（加法或减法对每个元素的改变至多为各输入差异之和，再加一次舍入）；"),

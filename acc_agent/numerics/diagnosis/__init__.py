@@ -30,7 +30,7 @@ from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, InputTransfor
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis import explain, leaves, probes
 from acc_agent.numerics.diagnosis.conditioning import flag_ill_conditioned, ill_conditioned
-from acc_agent.numerics.diagnosis.digests import racing_digests
+from acc_agent.numerics.diagnosis.digests import racing_digests, rounding_digests
 from acc_agent.numerics.diagnosis.gemm_precision import coarse_gemms
 from acc_agent.numerics.diagnosis.graph import (
     ROOT_MODULE_PATHS,
@@ -69,6 +69,7 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
     use_bench = bench is not None and any(t.m.bench_err is not None for t in graph.tensors)
     judge(graph, use_bench)
     raced = racing_digests(graph)
+    rounded = rounding_digests(graph)
     compared_by = _compared_by(graph)
     forward, backward = in_pass(graph, "forward"), in_pass(graph, "backward")
     direction = "forward" if any(t.judged for t in forward) else "backward"
@@ -109,6 +110,8 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         diag.judgement_note += (f" The target mixes float32 with {low} tensors and the golden holds no {low} tensor "
                                 f"(autocast): its float32 tensors carry the {low} calls' error, so they were judged at "
                                 f"{low} precision too.")
+    if rounded:
+        diag.details["digests_differing_by_rounding"] = [t.name for t in rounded]
     if raced:
         # the verdict of a clean run leaves their rows to this judgement (see compare_dumps.verdict's not_judged)
         diag.details["digests_after_a_later_write"] = [t.name for t in raced]
@@ -386,8 +389,9 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         tail = f"the Inf/NaN do not reach the end of the pass ({final.name} is finite)."
     else:
         tail = f"how its error travels on to the end of the pass cannot be measured ({final.name} has no error figure)."
-    jump = (f"One localised jump: {node.key} turns inputs that agree into an output "
-            f"{explain.fmt(t.excess, '.3g')}x beyond precision"
+    beyond = (f"{explain.fmt(t.excess, '.3g')}x beyond precision" if math.isfinite(t.excess) or t.m.target_nonfinite
+              else f"that cannot be compared with the golden's ({explain.incomparable_why(t)})")
+    jump = (f"One localised jump: {node.key} turns inputs that agree into an output {beyond}"
             + {"slope": " (an elementwise activation moves each element by at most its largest slope times the "
                         "input's difference, plus one rounding)",
                "sum": " (a sum or difference moves each element by at most its inputs' differences added, plus one "

@@ -8,13 +8,19 @@ records different digests for the same output. Its statistics are computed at th
 equal, and the digest differs with every statistic equal: the mark of values moved. A real move
 changes what the next call computes. When the next calls' outputs are bit-identical to the golden's,
 the bytes they read were the golden's, and the digest is the race.
+
+The same mark is left by two kernels of one dtype that round a few elements otherwise (a GPU's and an
+NPU's bf16 matmul summing in other orders): bit-identical inputs, another digest, every statistic equal.
+Values moved show in the next call that mixes positions (a matmul, a softmax); a rounding does not.
 """
 
 from __future__ import annotations
 
 import math
 
+from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis.graph import Graph, Tensor
+from acc_agent.numerics.diagnosis.localise import REORDER_HOPS, keeps_positions
 
 
 def racing_digests(graph: Graph) -> list[Tensor]:
@@ -47,3 +53,44 @@ def _returns_golden_bytes(x: Tensor) -> bool:
         return False
     outputs = [o for o in node.outputs if o.err is not None]
     return bool(outputs) and all(o.m.measure == "md5" and o.err == 0.0 for o in outputs)
+
+
+def rounding_digests(graph: Graph) -> list[Tensor]:
+    """Outputs judged as "values moved" whose move shows nowhere downstream: judged as rounding, and returned.
+
+    From each such output the calls that read it are followed through elementwise calls (which carry moved values
+    along with their statistics unchanged) for ``REORDER_HOPS`` calls; the move is seen when a call that mixes
+    positions returns an output beyond precision. An elementwise reader that goes beyond precision on its own is
+    its own fault, not this output's."""
+    moved = [t for t in graph.tensors if t.strict == "reordered" and not t.is_input]
+    if not moved:
+        return []
+    readers: dict[int, list[Tensor]] = {}
+    for x in graph.tensors:
+        if x.is_input and x.producer is not None:
+            readers.setdefault(id(x.producer), []).append(x)
+    rounded = [t for t in moved if not _move_shows(t, readers)]
+    for t in rounded:
+        t.strict = None
+        t.excess = t.err / budgets.budget(t.m.dtype) if t.err is not None else math.nan
+    return rounded
+
+
+def _move_shows(t: Tensor, readers: dict[int, list[Tensor]]) -> bool:
+    frontier, seen = [t], {id(t)}
+    for _ in range(REORDER_HOPS):
+        nxt: list[Tensor] = []
+        for out in frontier:
+            for x in readers.get(id(out), []):
+                node = x.node
+                if node is None or id(node) in seen:
+                    continue
+                seen.add(id(node))
+                outputs = [o for o in node.outputs if o.judged]
+                if not keeps_positions(node):
+                    if any(o.beyond for o in outputs):
+                        return True
+                    continue
+                nxt.extend(o for o in outputs if not o.beyond)
+        frontier = nxt
+    return False

@@ -227,8 +227,24 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
     if t.strict == "reordered":
         return (f"every input of {node.key} is bit-identical to the golden's (equal md5) while its output {t.name} holds, "
                 "most likely, the same values in other places (md5 differs, Max/Min/Mean/Norm equal)")
+    if t.err is not None and math.isinf(t.err) and not t.m.target_nonfinite:
+        return (f"its output {t.name} cannot be compared with the golden's ({incomparable_why(t)}) while every input "
+                f"of {node.key} is within precision")
     return (f"{err} = {fmt(t.excess)}x the allowed error ({_ref(use_bench)}) while every input of {node.key} is "
             "within precision")
+
+
+def incomparable_why(t: Tensor) -> str:
+    """What keeps a tensor from being compared: its shape or dtype as each side recorded it."""
+    d = t.row.__dict__  # sparse statistics rows (DumpRow.__getattr__)
+    g_shape, t_shape = d.get("golden_shape"), d.get("target_shape")
+    g_dtype, t_dtype = d.get("golden_dtype"), d.get("target_dtype")
+    parts = []
+    if g_shape is not None and t_shape is not None and list(g_shape) != list(t_shape):
+        parts.append(f"shape {list(t_shape)} on the target, {list(g_shape)} on the golden")
+    if g_dtype and t_dtype and g_dtype != t_dtype:
+        parts.append(f"dtype {t_dtype} on the target, {g_dtype} on the golden")
+    return "; ".join(parts) if parts else "no figure could be computed from what the two dumps recorded"
 
 
 class JudgementFields(TypedDict):

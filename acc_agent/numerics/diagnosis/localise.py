@@ -177,7 +177,12 @@ def _classify(t: Tensor, graph: Graph, golden: Dump | None, target: Dump | None)
     scalar = differing_scalar(node.key, golden, target, t)
     if scalar is not None:
         return Finding(t, node, "argument", argument=scalar[0], scalar=scalar)
-    upstream = None if _keeps_positions(node) else _reordering_argument(node, golden, target) or _moving_call(node)
+    # a backward call also reads the forward tensors it saved: bit-identical recorded inputs rule rounding out only when
+    # the whole forward pass has the golden's bytes
+    exact = node.direction == "forward" or all(x.err == 0.0 for x in graph.tensors
+                                               if x.direction == "forward" and x.err is not None)
+    upstream = None if keeps_positions(node) else (_reordering_argument(node, golden, target)
+                                                   or (_moving_call(node) if exact else None))
     if upstream is not None:
         upstream.shows_at = t
         return upstream
@@ -210,7 +215,7 @@ UNARY_ELEMENTWISE = frozenset({*ELEMENTWISE_SLOPE, "gelu", "silu", "exp", "log",
                                "square", "erf", "reciprocal", "sin", "cos", "clamp", "clip", "dropout"})
 
 
-def _keeps_positions(node: Node) -> bool:
+def keeps_positions(node: Node) -> bool:
     """Whether ``node`` is a unary elementwise call (one tensor input): no earlier move of values shows in it."""
     tensors = [x for x in node.inputs if x.err is not None]
     return len(tensors) == 1 and api_name(node.key).lower().strip("_") in UNARY_ELEMENTWISE
