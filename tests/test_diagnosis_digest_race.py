@@ -1,4 +1,5 @@
-"""md5 digests msprobe takes after a later in-place write: not a fault, and not the rank that goes first.
+"""md5 digests msprobe takes after a later in-place write, or that differ by rounding alone: not a fault, and not
+the rank that goes first; values moved that change a later result stay the fault.
 
 Real dumps (tests/data/msprobe_md5_digest_race, see its README): on rank 0 the two runs recorded different
 digests for a gelu output that an in-place all_reduce overwrites next, with every statistic equal and the
@@ -47,13 +48,35 @@ def test_a_clean_rank_with_a_racing_digest_passes(tmp_path: Path) -> None:
     assert "background thread" in out.diagnosis.judgement_note
 
 
-def test_values_moved_that_change_the_next_call_stay_the_fault(tmp_path: Path) -> None:
-    """The same digests, but the all_reduce's output digest differs too: what it read was other bytes."""
+def _edited(tmp_path: Path, edits: dict[tuple[str, int], dict[str, object]]) -> tuple[Path, Path]:
+    """Rank 0 of the pair with the target's outputs ``(call, index)`` changed as given."""
     golden, target = _ranks(tmp_path, (0,))
     path = target / "step0" / "rank0" / "dump.json"
     doc = json.loads(path.read_text(encoding="utf-8"))
-    doc["data"]["Distributed.all_reduce.0.forward"]["output"][0]["md5"] = "0badf00d"
+    for (call, index), fields in edits.items():
+        doc["data"][call]["output"][index].update(fields)
     path.write_text(json.dumps(doc), encoding="utf-8")
+    return golden, target
+
+
+def test_another_digest_that_changes_no_later_result_is_rounding(tmp_path: Path) -> None:
+    """The all_reduce's output digest differs too, with equal statistics, and the linear after it returns the golden's
+    bytes: a move of the gelu's values would have changed the sum over the ranks, so nothing moved."""
+    golden, target = _edited(tmp_path, {("Distributed.all_reduce.0.forward", 0): {"md5": "0badf00d"}})
     out = compare_dumps(CompareDumpsInput(golden=str(golden), target=str(target), workers=1))
-    assert out.first_divergence is not None and out.first_divergence.name == GELU_OUT
-    assert out.diagnosis is not None and "digests_after_a_later_write" not in out.diagnosis.details
+    assert out.verdict == "pass" and out.first_divergence is None and out.diagnosis is not None
+    assert out.diagnosis.details["digests_differing_by_rounding"] == [GELU_OUT]
+    assert "digests_after_a_later_write" not in out.diagnosis.details
+
+
+def test_values_moved_that_change_a_later_result_stay_the_fault(tmp_path: Path) -> None:
+    """The same digests, and the linear after the all_reduce returns other statistics: the move shows there, and
+    the call that moved the values is named."""
+    golden, target = _edited(tmp_path, {("Distributed.all_reduce.0.forward", 0): {"md5": "0badf00d"},
+                                        ("Functional.linear.1.forward", 0): {"md5": "0ddba11", "Max": 1.65}})
+    out = compare_dumps(CompareDumpsInput(golden=str(golden), target=str(target), workers=1))
+    assert out.verdict == "fail" and out.first_divergence is not None and out.diagnosis is not None
+    assert out.first_divergence.name == GELU_OUT and out.first_divergence.module == "Functional.gelu.0.forward"
+    assert "Functional.linear.1.forward.output.0, the first later output that mixes positions, differs" in (
+        out.first_divergence.reason)
+    assert "digests_after_a_later_write" not in out.diagnosis.details
