@@ -20,12 +20,15 @@
 - NaN from finite inputs is an invalid operation, not a range overflow (tests/data/msprobe_stats_gelu_nan);
 - two kernels of one dtype that round a few elements otherwise leave another digest with equal statistics, which
   is not values moved unless a later call that mixes positions shows it (tests/data/msprobe_md5_bf16_kernel_rounding,
-  msprobe_md5_bf16_kernel_rounding_gelu).
+  msprobe_md5_bf16_kernel_rounding_gelu);
+- one rank compared alone, whose difference enters through a collective, is told to compare every rank
+  (``stats_two_ranks``, rank 0 only); a run without a process group (a lone ``proc<pid>`` folder) names no rank.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 from pathlib import Path
 
@@ -207,3 +210,21 @@ def test_a_fault_after_a_rounding_digest_is_named() -> None:
     fd, diag = _data("msprobe_md5_bf16_kernel_rounding_gelu")
     assert (fd.module, fd.enters_through, fd.direction) == ("Functional.gelu.1.forward", "operator", "forward")
     assert diag.category == "operator_fault"
+
+
+def test_one_rank_that_receives_the_difference_through_a_collective_is_told_to_compare_every_rank() -> None:
+    case = make_case("stats_two_ranks")
+    out = _compare(case.golden / "step0" / "rank0", case.target / "step0" / "rank0")
+    assert out.first_divergence is not None and out.diagnosis is not None
+    assert out.first_divergence.module == "Distributed.all_reduce.0.forward" and out.first_divergence.rank is None
+    assert "Only one rank was compared and Distributed.all_reduce.0.forward is a collective" in out.diagnosis.explanation
+    assert out.diagnosis.next_actions[0].startswith("Compare every rank: pass the dump roots")
+
+
+def test_a_run_without_a_process_group_names_no_rank(tmp_path: Path) -> None:
+    """msprobe writes ``step0/proc<pid>`` without a process group: the pid differs between the runs and is no rank."""
+    for side, pid in (("golden", 4242), ("target", 5151)):
+        shutil.copytree(DATA / "msprobe_stats_gelu_nan" / side / "step0" / "rank0", tmp_path / side / "step0" / f"proc{pid}")
+    out = _compare(tmp_path / "golden", tmp_path / "target")
+    assert out.first_divergence is not None and out.first_divergence.module == "Functional.gelu.1.forward"
+    assert out.first_divergence.rank is None and out.first_divergence.rank_key == "step0"

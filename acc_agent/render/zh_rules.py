@@ -566,6 +566,15 @@ RULES: list[tuple[str, str]] = [
      r"everywhere, so only the update between the steps changed the weights\.",
      "对比两次运行的优化器：类型、学习率及其调度、动量或 Adam 的 betas 与 eps、权重衰减、梯度裁剪和损失缩放，以及它更新哪些参数；"
      "前一步处处一致，因此只有两步之间的更新改变了权重。"),
+    (r" Only one rank was compared and (?P<call>\S+) is a collective: its output combines the inputs of every rank in "
+     r"its group, and this rank's inputs agree, so the difference most likely comes from another rank \(with a single "
+     r"rank in the group, the collective itself computes otherwise, e\.g\. its reduce op\)\.",
+     " 只对比了一个 rank，而 {call} 是集合通信：其输出合并了通信组内每个 rank 的输入，而本 rank 的输入一致，因此差异很可能来自另一个 "
+     "rank（若通信组只有一个 rank，则是集合通信本身计算不同，例如其归约操作）。"),
+    (r"Compare every rank: pass the dump roots that hold all the rank folders \(golden and target\) so that the rank "
+     r"where the difference starts is found; this rank only receives it through (?P<call>\S+)\.",
+     "对比所有 rank：传入包含全部 rank 目录的 dump 根目录（golden 与目标侧），以找到差异开始的 rank；本 rank 只是经由 {call} "
+     "接收到该差异。"),
     (r"(?<=无问题的 rank：)none", "无"),
     (r"; (?P<ranks>\S+(?:, \S+)*) only receives? it through a collective \((?:its|their) own inputs agree\)",
      "；{ranks} 只是通过集合通信收到它（其自身输入一致）"),

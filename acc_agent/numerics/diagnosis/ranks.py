@@ -26,11 +26,17 @@ class RankResult:
 
 
 def rank_name(key: str) -> str:
-    """``step0/rank1`` -> ``rank1``; a single-rank key stays as it is."""
-    return key.rsplit("/", 1)[-1] if key else key
+    """``step0/rank1`` -> ``rank1``; a single-rank key stays as it is; a step alone (the lone ``proc<pid>`` folder of a
+    run without a process group) names no rank: ""."""
+    last = key.rsplit("/", 1)[-1] if key else key
+    return "" if _STEP_ONLY.match(last) else last
 
 
 _STEP_KEY = re.compile(r"step(\d+)(?:/|$)")
+_STEP_ONLY = re.compile(r"^step\d+$")
+#: Said when only one rank was compared and its divergence enters through a collective.
+OTHER_RANKS_ACTION = ("Compare every rank: pass the dump roots that hold all the rank folders (golden and target) so "
+                      "that the rank where the difference starts is found; this rank only receives it through {call}.")
 
 
 def step_of(key: str) -> int | None:
@@ -41,7 +47,7 @@ def step_of(key: str) -> int | None:
 
 def _label(key: str, several_steps: bool) -> str:
     """How a rank dump is named to the reader: its rank, with its step where the dump holds several steps."""
-    return key if several_steps and step_of(key) is not None else rank_name(key)
+    return key if several_steps and step_of(key) is not None else (rank_name(key) or key)
 
 
 #: What to check when the weights differ only from a later step on (see _updated_between_steps).
@@ -80,8 +86,16 @@ def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Di
     if len(results) == 1:
         r = results[0]
         if r.first_divergence is not None and r.key:
-            r.first_divergence.rank, r.first_divergence.rank_key = rank_name(r.key), r.key
+            r.first_divergence.rank, r.first_divergence.rank_key = rank_name(r.key) or None, r.key
             r.first_divergence.step = step_of(r.key)
+        if _via_collective(r.first_divergence):
+            assert r.first_divergence is not None  # _via_collective
+            call = r.first_divergence.module
+            r.diagnosis.explanation += (
+                f" Only one rank was compared and {call} is a collective: its output combines the inputs of every "
+                "rank in its group, and this rank's inputs agree, so the difference most likely comes from another "
+                "rank (with a single rank in the group, the collective itself computes otherwise, e.g. its reduce op).")
+            r.diagnosis.next_actions.insert(0, OTHER_RANKS_ACTION.format(call=call))
         return r.first_divergence, r.diagnosis
     several_steps = len({step_of(r.key) for r in results}) > 1
     findings: list[RankFinding] = []
@@ -95,7 +109,7 @@ def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Di
             status = "via_collective"
         else:
             status = "diverges"
-        findings.append(RankFinding(rank=rank_name(r.key), step=step_of(r.key), status=status,  # type: ignore[arg-type]
+        findings.append(RankFinding(rank=rank_name(r.key) or r.key, step=step_of(r.key), status=status,  # type: ignore[arg-type]
                                     first_divergence=fd.name if fd else None, module=fd.module if fd else None,
                                     category=r.diagnosis.category, position=fd.index if fd else None))
     order = sorted(range(len(results)), key=lambda i: (
@@ -109,7 +123,7 @@ def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Di
     fd, diag = pick.first_divergence, pick.diagnosis.model_copy(deep=True)
     if fd is not None:
         fd = fd.model_copy(deep=True)
-        fd.rank, fd.rank_key, fd.step = rank_name(pick.key), pick.key, step_of(pick.key)
+        fd.rank, fd.rank_key, fd.step = rank_name(pick.key) or None, pick.key, step_of(pick.key)
     labels = [_label(r.key, several_steps) for r in results]
     clean = [lab for lab, f in zip(labels, findings, strict=True) if f.status == "clean"]
     received = [lab for lab, f in zip(labels, findings, strict=True) if f.status == "via_collective"]
