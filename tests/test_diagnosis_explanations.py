@@ -22,7 +22,9 @@
   is not values moved unless a later call that mixes positions shows it (tests/data/msprobe_md5_bf16_kernel_rounding,
   msprobe_md5_bf16_kernel_rounding_gelu);
 - one rank compared alone, whose difference enters through a collective, is told to compare every rank
-  (``stats_two_ranks``, rank 0 only); a run without a process group (a lone ``proc<pid>`` folder) names no rank.
+  (``stats_two_ranks``, rank 0 only); a run without a process group (a lone ``proc<pid>`` folder) names no rank;
+- a golden run that overflows where the target stays finite is named, not passed (msprobe_stats_gelu_nan with the
+  sides swapped).
 """
 
 from __future__ import annotations
@@ -228,3 +230,13 @@ def test_a_run_without_a_process_group_names_no_rank(tmp_path: Path) -> None:
     out = _compare(tmp_path / "golden", tmp_path / "target")
     assert out.first_divergence is not None and out.first_divergence.module == "Functional.gelu.1.forward"
     assert out.first_divergence.rank is None and out.first_divergence.rank_key == "step0"
+
+
+def test_a_golden_that_overflows_where_the_target_is_finite_is_not_a_pass() -> None:
+    pair = DATA / "msprobe_stats_gelu_nan"
+    out = _compare(pair / "target", pair / "golden")  # the NaN is on the golden side now
+    assert out.verdict == "fail" and out.first_divergence is not None and out.diagnosis is not None
+    assert out.first_divergence.module == "Functional.gelu.1.forward"
+    assert out.first_divergence.reason.endswith("the golden run overflows here, not the target")
+    assert out.diagnosis.explanation.startswith("Golden overflow: Functional.gelu.1.forward")
+    assert out.diagnosis.next_actions[0].startswith("The baseline (golden) run overflows at Functional.gelu.1.forward")

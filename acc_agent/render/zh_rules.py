@@ -206,6 +206,30 @@ RULES: list[tuple[str, str]] = [
     (r"(?P<node>\S+) is the first call whose inputs are finite and whose output holds Inf/NaN on the target "
      r"\(Inf/NaN in its recorded statistics where the golden's are finite\): (?P<t_what>an overflow|an invalid operation \(NaN from finite values\), not a value past the dtype's range)",
      "{node} 是第一个输入有限而目标侧输出含 Inf/NaN 的调用（目标侧记录的统计量含 Inf/NaN，golden 侧均为有限值）：{t_what}"),
+    (r"(?P<node>\S+) is the first call whose inputs are finite and whose output holds Inf/NaN on the golden \(recorded "
+     r"(?P<stats>[^()]+)\) while the target's is finite: the golden run overflows here, not the target",
+     "{node} 是第一个输入有限而 golden 侧输出含 Inf/NaN 的调用（golden 侧记录的 {stats}），而目标侧有限：溢出的是 golden 运行，"
+     "而非目标侧"),
+    (r"(?P<node>\S+) is the first call whose inputs are finite and whose output holds Inf/NaN on the golden \((?P<i>\d+) "
+     r"Inf, (?P<n>\d+) NaN\) while the target's is finite: the golden run overflows here, not the target",
+     "{node} 是第一个输入有限而 golden 侧输出含 Inf/NaN 的调用（{i} 个 Inf，{n} 个 NaN），而目标侧有限：溢出的是 golden 运行，"
+     "而非目标侧"),
+    (r"Golden overflow: (?P<node>\S+) turns finite inputs into Inf/NaN on the golden side while the target stays finite, "
+     r"in the forward pass; a tensor that carries the golden's Inf/NaN has nothing to be judged against, so the "
+     r"comparison cannot vouch for anything from this call on\.",
+     "golden 侧溢出：前向中 {node} 在 golden 侧把有限输入变为 Inf/NaN，而目标侧保持有限；携带 golden 侧 Inf/NaN 的张量无从对比，"
+     "因此从该调用起对比结果无法为任何内容作保。"),
+    (r"Golden overflow: (?P<node>\S+) turns finite inputs into Inf/NaN on the golden side while the target stays finite, "
+     r"in the backward pass; a tensor that carries the golden's Inf/NaN has nothing to be judged against, so the "
+     r"comparison cannot vouch for anything from this call on\.",
+     "golden 侧溢出：反向中 {node} 在 golden 侧把有限输入变为 Inf/NaN，而目标侧保持有限；携带 golden 侧 Inf/NaN 的张量无从对比，"
+     "因此从该调用起对比结果无法为任何内容作保。"),
+    (r"The baseline \(golden\) run overflows at (?P<op>\S+) while the target stays finite: rerun the golden with the "
+     r"precision or overflow protection the target uses \(FP32 for this call, a loss scale\) and compare again\.",
+     "基线（golden）运行在 {op} 处溢出而目标侧保持有限：以目标侧所用的精度或防溢出措施（该调用用 FP32、损失缩放）重新运行 golden，"
+     "再对比一次。"),
+    (r"Run msprobe's overflow check \(task overflow_check\) on the golden run to confirm where it overflows\.",
+     "在 golden 运行上运行 msprobe 的溢出检测（task overflow_check），确认其溢出位置。"),
     (r"the network's input (?P<name>\S+) already differs \((?P<t_err>" + _B + r")\): the two runs were not fed the same data",
      "网络输入 {name} 已经不同（{t_err}）：两次运行的输入数据不同"),
     (r"the first compared tensor already differs: the two runs were not fed the same data",

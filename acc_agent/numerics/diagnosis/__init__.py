@@ -43,7 +43,14 @@ from acc_agent.numerics.diagnosis.graph import (
     split_name,
 )
 from acc_agent.numerics.diagnosis.judge import judge
-from acc_agent.numerics.diagnosis.localise import Finding, dead_end, final_tensor, find, in_pass
+from acc_agent.numerics.diagnosis.localise import (
+    Finding,
+    dead_end,
+    final_tensor,
+    find,
+    first_golden_overflow,
+    in_pass,
+)
 from acc_agent.numerics.diagnosis.measure import mixed_precision, numel, shapes_differ
 from acc_agent.numerics.diagnosis.ranks import combine_ranks
 from acc_agent.numerics.diagnosis.recheck import recheck, recheck_extremes
@@ -227,6 +234,9 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
     finding = find(graph, direction, golden, target)
     final = final_tensor(graph, direction)
     if finding is None:
+        golden_overflow = first_golden_overflow(graph, direction)
+        if golden_overflow is not None:
+            return explain.golden_overflow(golden_overflow, base)
         worst = max(counted, key=lambda t: t.excess)
         return None, Diagnosis(
             category="no_layer_fault",

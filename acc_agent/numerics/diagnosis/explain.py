@@ -109,9 +109,9 @@ RECOMPUTED_FROM = {"forward": ("inputs and arguments", "output", "call"),
                    "backward": ("forward inputs and incoming gradient", "input gradient", "gradient")}
 
 
-def _nonfinite_stats(t: Tensor) -> str:
-    """Which of the target's recorded statistics are Inf/NaN, e.g. "recorded Max Inf, Norm Inf"."""
-    stats = t.row.__dict__.get("target_stats") or {}
+def _nonfinite_stats(t: Tensor, side: str = "target") -> str:
+    """Which of one side's recorded statistics are Inf/NaN, e.g. "recorded Max Inf, Norm Inf"."""
+    stats = t.row.__dict__.get(f"{side}_stats") or {}
     bad = [f"{k} {'NaN' if math.isnan(v) else ('Inf' if v > 0 else '-Inf')}" for k in ("Max", "Min", "Mean", "Norm")
            if isinstance(v := stats.get(k), float) and not math.isfinite(v)]
     return "recorded " + ", ".join(bad) if bad else "Inf/NaN in its recorded statistics"
@@ -507,3 +507,26 @@ def _why_discounted(t: Tensor) -> str:
     if t.node is not None and not t.node.computing and not t.is_input:
         return "an enclosing module's output: the calls recorded inside it are judged instead"
     return "beyond precision, but the difference does not reach the calls that take it"
+
+
+def golden_overflow(f: Finding, base: JudgementFields) -> tuple[FirstDivergence, Diagnosis]:
+    """The golden run overflows where the target stays finite: the baseline, not the port, is what to fix first."""
+    t, node = f.tensor, f.node
+    counts = t.row.golden_inf, t.row.golden_nan
+    shown = (f"{counts[0] or 0} Inf, {counts[1] or 0} NaN" if t.m.measure == "tensor" and counts != (None, None)
+             else _nonfinite_stats(t, "golden"))
+    reason = (f"{node.key} is the first call whose inputs are finite and whose output holds Inf/NaN on the golden "
+              f"({shown}) while the target's is finite: the golden run overflows here, not the target")
+    fd = first_divergence(f, reason, t.direction)
+    diag = Diagnosis(
+        category="operator_fault",
+        explanation=(f"Golden overflow: {node.key} turns finite inputs into Inf/NaN on the golden side while the target "
+                     f"stays finite, in the {t.direction} pass; a tensor that carries the golden's Inf/NaN has nothing "
+                     "to be judged against, so the comparison cannot vouch for anything from this call on."),
+        next_actions=[f"The baseline (golden) run overflows at {node.key} while the target stays finite: rerun the "
+                      "golden with the precision or overflow protection the target uses (FP32 for this call, a loss "
+                      "scale) and compare again.",
+                      "Run msprobe's overflow check (task overflow_check) on the golden run to confirm where it "
+                      "overflows."],
+        details={"golden_overflow": t.name}, **base)
+    return fd, diag

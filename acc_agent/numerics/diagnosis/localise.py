@@ -417,6 +417,19 @@ def _first_overflow(graph: Graph, direction: str, golden: Dump | None = None,
     return None
 
 
+def first_golden_overflow(graph: Graph, direction: str) -> Finding | None:
+    """The overflow check on the golden side: the first innermost call whose inputs are finite on both sides and
+    whose output holds Inf/NaN on the golden only (a baseline run in FP16 that overflows where the target does not).
+    Every later tensor that carries the golden's Inf/NaN has nothing to be judged against."""
+    for node in graph.nodes:
+        if not node.computing or not node.outputs or node.outputs[0].direction != direction:
+            continue
+        bad = [t for t in node.outputs if t.m.golden_nonfinite and not t.m.target_nonfinite]
+        if bad and not any(x.m.golden_nonfinite or x.m.target_nonfinite for x in node.inputs):
+            return Finding(bad[0], node, "overflow")
+    return None
+
+
 def final_tensor(graph: Graph, direction: str) -> Tensor | None:
     """The pass's end result: the worst output of the last innermost call that has one.
 
