@@ -24,7 +24,7 @@
 - one rank compared alone, whose difference enters through a collective, is told to compare every rank
   (``stats_two_ranks``, rank 0 only); a run without a process group (a lone ``proc<pid>`` folder) names no rank;
 - a golden run that overflows where the target stays finite is named, not passed (msprobe_stats_gelu_nan with the
-  sides swapped).
+  sides swapped), and an infinite scalar the golden hands a call is that argument (``stats_mask_fill_inf`` swapped).
 """
 
 from __future__ import annotations
@@ -240,3 +240,13 @@ def test_a_golden_that_overflows_where_the_target_is_finite_is_not_a_pass() -> N
     assert out.first_divergence.reason.endswith("the golden run overflows here, not the target")
     assert out.diagnosis.explanation.startswith("Golden overflow: Functional.gelu.1.forward")
     assert out.diagnosis.next_actions[0].startswith("The baseline (golden) run overflows at Functional.gelu.1.forward")
+
+
+def test_an_infinite_fill_on_the_golden_side_is_the_argument() -> None:
+    case = make_case("stats_mask_fill_inf")
+    out = _compare(case.target, case.golden)  # -inf is the golden's fill now
+    fd = out.first_divergence
+    assert fd is not None and (fd.module, fd.enters_through, fd.argument) == ("Tensor.masked_fill.0.forward",
+                                                                              "argument", "input.2")
+    assert "is -10000.0 on the target but -inf on the golden" in fd.reason
+    assert "(recorded Min -Inf, Mean -Inf, Norm Inf on the golden)" in fd.reason

@@ -901,6 +901,8 @@ RULES: list[tuple[str, str]] = [
      "该方向末尾（{name}）又回到精度范围内：在这些输入上它对结果的影响仍在舍入之内，但该调用计算的是另一回事，换用其他输入或更长的训练会暴露出来。"),
     (r"recorded (?P<stats>(?:(?:Max|Min|Mean|Norm) -?(?:Inf|NaN)(?:, )?)+) on the target",
      "目标侧记录的 {stats}"),
+    (r"recorded (?P<stats>(?:(?:Max|Min|Mean|Norm) -?(?:Inf|NaN)(?:, )?)+) on the golden",
+     "golden 侧记录的 {stats}"),
     (r"statistics not comparable", "统计量无法比较"),
     (r"dtype differs: target (?P<t>\S+) vs golden (?P<g>\S+)", "dtype 不同：目标侧 {t}，golden 侧 {g}"),
     (r"N/A: NaN/Inf positions differ \(target NaN (?P<tn>\d+), Inf (?P<ti>\d+); golden NaN (?P<gn>\d+), Inf (?P<gi>\d+)\)",

@@ -234,9 +234,10 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
     finding = find(graph, direction, golden, target)
     final = final_tensor(graph, direction)
     if finding is None:
-        golden_overflow = first_golden_overflow(graph, direction)
-        if golden_overflow is not None:
-            return explain.golden_overflow(golden_overflow, base)
+        finding = first_golden_overflow(graph, direction, golden, target)
+        if finding is not None and finding.enters == "overflow":
+            return explain.golden_overflow(finding, base)
+    if finding is None:
         worst = max(counted, key=lambda t: t.excess)
         return None, Diagnosis(
             category="no_layer_fault",

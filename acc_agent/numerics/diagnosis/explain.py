@@ -143,6 +143,8 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
     elif t.m.measure != "tensor" and t.err is not None and math.isinf(t.err):
         err = (f"{_nonfinite_stats(t)} on the target" if t.m.target_nonfinite and not t.m.golden_nonfinite
                else "statistics not comparable")
+    elif t.err is None and t.m.golden_nonfinite and not t.m.target_nonfinite:
+        err = f"{_nonfinite_stats(t, 'golden')} on the golden"  # nothing to measure against: say what the golden holds
     if f.enters == "overflow":
         counts = t.row.target_inf, t.row.target_nan
         what = ("an invalid operation (NaN from finite values), not a value past the dtype's range"

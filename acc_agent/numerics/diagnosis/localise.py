@@ -417,15 +417,20 @@ def _first_overflow(graph: Graph, direction: str, golden: Dump | None = None,
     return None
 
 
-def first_golden_overflow(graph: Graph, direction: str) -> Finding | None:
+def first_golden_overflow(graph: Graph, direction: str, golden: Dump | None = None,
+                          target: Dump | None = None) -> Finding | None:
     """The overflow check on the golden side: the first innermost call whose inputs are finite on both sides and
     whose output holds Inf/NaN on the golden only (a baseline run in FP16 that overflows where the target does not).
-    Every later tensor that carries the golden's Inf/NaN has nothing to be judged against."""
+    Every later tensor that carries the golden's Inf/NaN has nothing to be judged against. An infinite scalar that
+    the golden hands the call (``masked_fill(mask, -inf)`` for the target's -10000) is that argument instead."""
     for node in graph.nodes:
         if not node.computing or not node.outputs or node.outputs[0].direction != direction:
             continue
         bad = [t for t in node.outputs if t.m.golden_nonfinite and not t.m.target_nonfinite]
         if bad and not any(x.m.golden_nonfinite or x.m.target_nonfinite for x in node.inputs):
+            scalar = differing_scalar(node.key, golden, target, bad[0])
+            if scalar is not None and _nonfinite_number(scalar[1]) and not _nonfinite_number(scalar[2]):
+                return Finding(bad[0], node, "argument", argument=scalar[0], scalar=scalar)
             return Finding(bad[0], node, "overflow")
     return None
 
