@@ -24,7 +24,9 @@
 - one rank compared alone, whose difference enters through a collective, is told to compare every rank
   (``stats_two_ranks``, rank 0 only); a run without a process group (a lone ``proc<pid>`` folder) names no rank;
 - a golden run that overflows where the target stays finite is named, not passed (msprobe_stats_gelu_nan with the
-  sides swapped), and an infinite scalar the golden hands a call is that argument (``stats_mask_fill_inf`` swapped).
+  sides swapped), and an infinite scalar the golden hands a call is that argument (``stats_mask_fill_inf`` swapped);
+- a channels-last golden whose recorded pool gradient is a copy of its incoming gradient is not a mismatch
+  (``stats_cnn_channels_last_clean`` swapped).
 """
 
 from __future__ import annotations
@@ -250,3 +252,10 @@ def test_an_infinite_fill_on_the_golden_side_is_the_argument() -> None:
                                                                               "argument", "input.2")
     assert "is -10000.0 on the target but -inf on the golden" in fd.reason
     assert "(recorded Min -Inf, Mean -Inf, Norm Inf on the golden)" in fd.reason
+
+
+def test_a_golden_that_records_an_input_as_an_output_is_not_a_mismatch() -> None:
+    case = make_case("stats_cnn_channels_last_clean")
+    out = call_tool("compare_dumps", {"golden": str(case.target), "target": str(case.golden), "workers": 1})
+    assert isinstance(out, CompareDumpsOutput) and out.verdict == "pass" and out.diagnosis is not None
+    assert out.diagnosis.details["other_shapes_not_judged"] == ["Functional.adaptive_avg_pool2d.0.backward.output.0"]

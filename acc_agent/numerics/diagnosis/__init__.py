@@ -163,10 +163,29 @@ def _incomparable_dead_ends(graph: Graph) -> list[str]:
         if t.is_input or not t.beyond or t.m.err != math.inf or not shapes_differ(t.row) \
                 or numel(t.row.golden_shape) == numel(t.row.target_shape):
             continue
-        if dead_end(t, graph) is True:
+        if dead_end(t, graph) is True or _records_an_input(t):
             t.excess = math.nan
             left.append(t.name)
     return left
+
+
+def _records_an_input(t: Tensor) -> bool:
+    """Whether one side recorded, as this output, a copy of one of the call's inputs (the same shape and statistics):
+    msprobe records a channels-last average pool's input gradient with its incoming gradient, and when that side is
+    the golden no later call is linked to it to show that the calls after it received the right data."""
+    node = t.node
+    if node is None:
+        return False
+    d = t.row.__dict__  # sparse statistics rows (DumpRow.__getattr__)
+    for side in ("golden", "target"):
+        shape, stats = d.get(f"{side}_shape"), d.get(f"{side}_stats")
+        if not stats:
+            continue
+        for x in node.inputs:
+            xd = x.row.__dict__
+            if xd.get(f"{side}_shape") == shape and xd.get(f"{side}_stats") == stats:
+                return True
+    return False
 
 
 def _consistency(graph: Graph, fd: FirstDivergence | None, diag: Diagnosis) -> None:
