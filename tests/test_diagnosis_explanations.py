@@ -26,12 +26,16 @@
 - a golden run that overflows where the target stays finite is named, not passed (msprobe_stats_gelu_nan with the
   sides swapped), and an infinite scalar the golden hands a call is that argument (``stats_mask_fill_inf`` swapped);
 - a channels-last golden whose recorded pool gradient is a copy of its incoming gradient is not a mismatch
-  (``stats_cnn_channels_last_clean`` swapped).
+  (``stats_cnn_channels_last_clean`` swapped);
+- a pass-through call the target adds before a fused call (an NPU's ``contiguous``) is not taken for the fused call
+  (``md5_fused`` with a ``Tensor.contiguous`` inserted).
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.util
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -259,3 +263,26 @@ def test_a_golden_that_records_an_input_as_an_output_is_not_a_mismatch() -> None
     out = call_tool("compare_dumps", {"golden": str(case.target), "target": str(case.golden), "workers": 1})
     assert isinstance(out, CompareDumpsOutput) and out.verdict == "pass" and out.diagnosis is not None
     assert out.diagnosis.details["other_shapes_not_judged"] == ["Functional.adaptive_avg_pool2d.0.backward.output.0"]
+
+
+def test_a_pass_through_call_before_a_fused_call_is_not_the_fused_call(tmp_path: Path) -> None:
+    """The target's layer_norm stands for the golden's nine written-out calls; a ``contiguous`` the target adds before
+    it returns its input and computes nothing, so it is not paired with them."""
+    case = make_case("md5_fused")
+    shutil.copytree(case.target, tmp_path / "target")
+    path = tmp_path / "target" / "step0" / "rank0" / "dump.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    data: dict[str, object] = {}
+    for key, call in doc["data"].items():
+        data[key] = call
+        if key == "Functional.linear.0.forward":
+            leaf = call["output"][0]
+            data["Tensor.contiguous.0.forward"] = {"input_args": [copy.deepcopy(leaf)], "input_kwargs": {},
+                                                   "output": [copy.deepcopy(leaf)]}
+    doc["data"] = data
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    out = _compare(case.golden, tmp_path / "target")
+    assert out.first_divergence is not None and out.first_divergence.module == "Functional.gelu.0.forward"
+    assert out.diagnosis is not None and out.diagnosis.category == "operator_fault"
+    notes = out.diagnosis.details["pairing_notes"]
+    assert isinstance(notes, list) and notes[0].startswith("fused Functional.layer_norm.0.forward stands for 9 golden ops")

@@ -830,6 +830,8 @@ def _region_run(fused: _Op, inside: list[_Op], free: set[str], with_stats: set[s
     ends = [i for i, op in enumerate(run) if any(g.shape == f_out[0].shape for g in op.of_role("output"))]
     if use_stats and ends and ends[-1] == 0:
         return None  # one call for one call with another output: a swapped API, which its own pairing says plainly
+    if use_stats and any(_same_tensor(o, i, True) for o in f_out for i in f_in):
+        return None  # a call that returns its input (contiguous, a cast to its own dtype) computes nothing it could fuse
     return (run[: ends[-1] + 1], use_stats, use_stats) if ends else None
 
 
