@@ -28,7 +28,8 @@
 - a channels-last golden whose recorded pool gradient is a copy of its incoming gradient is not a mismatch
   (``stats_cnn_channels_last_clean`` swapped);
 - a pass-through call the target adds before a fused call (an NPU's ``contiguous``) is not taken for the fused call
-  (``md5_fused`` with a ``Tensor.contiguous`` inserted).
+  (``md5_fused`` with a ``Tensor.contiguous`` inserted);
+- one golden dump compared with a target dump of another step and rank says so.
 """
 
 from __future__ import annotations
@@ -286,3 +287,14 @@ def test_a_pass_through_call_before_a_fused_call_is_not_the_fused_call(tmp_path:
     assert out.diagnosis is not None and out.diagnosis.category == "operator_fault"
     notes = out.diagnosis.details["pairing_notes"]
     assert isinstance(notes, list) and notes[0].startswith("fused Functional.layer_norm.0.forward stands for 9 golden ops")
+
+
+def test_a_dump_of_another_step_and_rank_is_said_to_be_one(tmp_path: Path) -> None:
+    pair = DATA / "msprobe_stats_gelu_nan"
+    shutil.copytree(pair / "golden" / "step0" / "rank0", tmp_path / "golden" / "step0" / "rank0")
+    shutil.copytree(pair / "target" / "step0" / "rank0", tmp_path / "target" / "step2" / "rank1")
+    out = _compare(tmp_path / "golden", tmp_path / "target")
+    assert out.diagnosis is not None and out.diagnosis.details["compared_dumps"] == {"golden": "step0/rank0",
+                                                                                     "target": "step2/rank1"}
+    assert ("The golden dump is step0/rank0 and the target's is step2/rank1: another training step, which starts from "
+            "weights that the steps between have updated and another rank") in out.diagnosis.explanation

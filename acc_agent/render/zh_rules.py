@@ -599,6 +599,17 @@ RULES: list[tuple[str, str]] = [
      r"where the difference starts is found; this rank only receives it through (?P<call>\S+)\.",
      "对比所有 rank：传入包含全部 rank 目录的 dump 根目录（golden 与目标侧），以找到差异开始的 rank；本 rank 只是经由 {call} "
      "接收到该差异。"),
+    (r" The golden dump is (?P<g>\S+) and the target's is (?P<t>\S+): (?P<t_what>.+?), so some differences are expected "
+     r"there; dump the same step and rank on both sides to compare like with like\.",
+     " golden 侧的 dump 是 {g}，目标侧是 {t}：{t_what}，因此那里出现一些差异是意料之中的；请在两侧 dump 相同的 step 和 rank，"
+     "以便同类相比。"),
+    (r"^another training step, which starts from weights that the steps between have updated and another rank, which "
+     r"is fed other data or holds another shard of the model$",
+     "另一个训练 step（它从中间各步已更新过的权重开始），也是另一个 rank（它的输入数据不同，或持有模型的另一分片）"),
+    (r"^another training step, which starts from weights that the steps between have updated$",
+     "另一个训练 step，它从中间各步已更新过的权重开始"),
+    (r"^another rank, which is fed other data or holds another shard of the model$",
+     "另一个 rank，它的输入数据不同，或持有模型的另一分片"),
     (r"(?<=无问题的 rank：)none", "无"),
     (r"; (?P<ranks>\S+(?:, \S+)*) only receives? it through a collective \((?:its|their) own inputs agree\)",
      "；{ranks} 只是通过集合通信收到它（其自身输入一致）"),

@@ -419,6 +419,7 @@ def _compare_single(params: CompareDumpsInput) -> CompareDumpsOutput:
     from acc_agent.io.dumps import open_dump_set
     from acc_agent.io.pairing import load_mapping
     from acc_agent.io.parallel_open import open_pair
+    from acc_agent.numerics.diagnosis.ranks import other_dump_note
     from acc_agent.process_exit import free_at_exit
     from acc_agent.tools._background_csv import BackgroundCsv
     from acc_agent.tools._compare_csv import statistics_layout
@@ -449,6 +450,11 @@ def _compare_single(params: CompareDumpsInput) -> CompareDumpsOutput:
 
     try:
         outcome = finish_rank(g, t, b, key, plan, rows, params.precision, before_diagnosis=start_csv)
+        g_key = next(iter(golden_set.ranks))
+        note = other_dump_note(g_key, key)
+        if note is not None:
+            outcome.diagnosis.explanation += note
+            outcome.diagnosis.details["compared_dumps"] = {"golden": g_key, "target": key}
         merged = _merged(params, [outcome], infos, [], [], background[0] if background else None)
         free_at_exit(golden_set, target_set, bench_set, plan, rows, outcome)  # millions of objects (see process_exit)
         return merged

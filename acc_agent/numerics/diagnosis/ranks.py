@@ -45,6 +45,24 @@ def step_of(key: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def other_dump_note(golden_key: str, target_key: str) -> str | None:
+    """What a reviewer must know when the one golden dump is compared with a target dump of another step or rank."""
+    if not golden_key or not target_key or golden_key == target_key:
+        return None
+    g_step, t_step = step_of(golden_key), step_of(target_key)
+    g_rank, t_rank = rank_name(golden_key), rank_name(target_key)
+    whats = []
+    if g_step is not None and t_step is not None and g_step != t_step:
+        whats.append("another training step, which starts from weights that the steps between have updated")
+    if g_rank and t_rank and g_rank != t_rank:
+        whats.append("another rank, which is fed other data or holds another shard of the model")
+    if not whats:
+        return None
+    return (f" The golden dump is {golden_key} and the target's is {target_key}: " + " and ".join(whats)
+            + ", so some differences are expected there; dump the same step and rank on both sides to compare like "
+              "with like.")
+
+
 def _label(key: str, several_steps: bool) -> str:
     """How a rank dump is named to the reader: its rank, with its step where the dump holds several steps."""
     return key if several_steps and step_of(key) is not None else (rank_name(key) or key)
