@@ -29,7 +29,8 @@
   (``stats_cnn_channels_last_clean`` swapped);
 - a pass-through call the target adds before a fused call (an NPU's ``contiguous``) is not taken for the fused call
   (``md5_fused`` with a ``Tensor.contiguous`` inserted);
-- one golden dump compared with a target dump of another step and rank says so.
+- one golden dump compared with a target dump of another step and rank says so, and rank dumps one side lacks are
+  said not to be compared (tests/data/msprobe_md5_digest_race with the target's rank 0 left out).
 """
 
 from __future__ import annotations
@@ -298,3 +299,17 @@ def test_a_dump_of_another_step_and_rank_is_said_to_be_one(tmp_path: Path) -> No
                                                                                      "target": "step2/rank1"}
     assert ("The golden dump is step0/rank0 and the target's is step2/rank1: another training step, which starts from "
             "weights that the steps between have updated and another rank") in out.diagnosis.explanation
+
+
+def test_ranks_one_side_lacks_are_said_not_to_be_compared(tmp_path: Path) -> None:
+    pair = DATA / "msprobe_md5_digest_race"
+    for r in (0, 1):
+        shutil.copytree(pair / "golden" / "step0" / f"rank{r}", tmp_path / "golden" / "step0" / f"rank{r}")
+    shutil.copytree(pair / "target" / "step0" / "rank1", tmp_path / "target" / "step0" / "rank1")
+    shutil.copytree(pair / "target" / "step0" / "rank1", tmp_path / "target" / "step0" / "rank2")
+    out = _compare(tmp_path / "golden", tmp_path / "target")
+    assert out.diagnosis is not None and out.diagnosis.details["ranks_not_compared"] == {
+        "golden": ["step0/rank0"], "target": ["step0/rank2"]}
+    assert out.diagnosis.explanation.endswith(
+        "Not compared: the golden's step0/rank0 (1) has no target dump; the target's step0/rank2 (1) has no golden "
+        "dump, so nothing here speaks for them.")

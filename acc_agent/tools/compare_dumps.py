@@ -22,6 +22,7 @@ from acc_agent.text_safety import terminal_text
 from acc_agent.tools.spec import tool
 
 if TYPE_CHECKING:
+    from acc_agent.models.diagnosis import Diagnosis
     from acc_agent.tools._background_csv import BackgroundCsv
     from acc_agent.tools._rank_tasks import DumpInfo, RankOutcome
     from acc_agent.tools._stat_rows import ScalarRow
@@ -516,6 +517,24 @@ def _compare_ranks(params: CompareDumpsInput, g_src: dict[str, Path], t_src: dic
     return _merged(params, [outcomes[k] for k in rank_keys], infos, unmatched_g, unmatched_t)
 
 
+def _say_ranks_not_compared(diagnosis: Diagnosis, unmatched_g: list[str], unmatched_t: list[str]) -> None:
+    """Whole rank dumps one side has and the other lacks: a verdict on the others must not read as one on them."""
+    golden_only = [k[:-2] for k in unmatched_g if k.endswith("/*")]
+    target_only = [k[:-2] for k in unmatched_t if k.endswith("/*")]
+    if not golden_only and not target_only:
+        return
+    diagnosis.details["ranks_not_compared"] = {"golden": golden_only, "target": target_only}
+    parts = []
+    if golden_only:
+        parts.append(f"the golden's {', '.join(golden_only[:8])}{' …' if len(golden_only) > 8 else ''} "
+                     f"({len(golden_only)}) {'has' if len(golden_only) == 1 else 'have'} no target dump")
+    if target_only:
+        parts.append(f"the target's {', '.join(target_only[:8])}{' …' if len(target_only) > 8 else ''} "
+                     f"({len(target_only)}) {'has' if len(target_only) == 1 else 'have'} no golden dump")
+    diagnosis.explanation += (" Not compared: " + "; ".join(parts) + ", so nothing here speaks for "
+                              f"{'it' if len(golden_only) + len(target_only) == 1 else 'them'}.")
+
+
 def _csv_path(params: CompareDumpsInput) -> Path:
     """Where the full table goes: ``--csv``, else a file per golden/target pair in the results folder."""
     if params.csv:
@@ -547,6 +566,7 @@ def _merged(params: CompareDumpsInput, outcomes: list[RankOutcome], infos: list[
     unmatched_t = unmatched_t + [n for o in outcomes for n in o.unmatched_target]
     first_divergence, diagnosis = combine_ranks([RankResult(o.key, o.first_divergence, o.diagnosis)
                                                  for o in outcomes])
+    _say_ranks_not_compared(diagnosis, unmatched_g, unmatched_t)
     if pairing_notes or regions:
         diagnosis.details["pairing_notes"] = pairing_notes[:12]
         diagnosis.details["fused_regions"] = regions[:20]
