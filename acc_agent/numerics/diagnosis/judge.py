@@ -212,9 +212,10 @@ def _flow_excess(t: Tensor, err: float, upstream: float, exact_forward: bool = T
             return _ratio(err, AMPLIFICATION * upstream + budgets.budget(dtype))
         if t.leaf in ("data", "parameter", "mask"):
             excess = _ratio(err, summed_leaf_budget(t))
-            if t.m.same_stats_other_bytes or (t.m.other_bytes and excess <= 1.0):
-                # a loaded tensor has no rounding of its own: other bytes in the same dtype are other data, though
-                # its statistics agree within what the device's summation order moves (a transposed weight)
+            if t.m.same_stats_other_bytes or (t.m.other_bytes and excess <= 1.0 and t.leaf != "data"):
+                # a loaded weight or mask has no rounding of its own: other bytes in the same dtype are other data,
+                # though its statistics agree within what the device's summation order moves (a transposed weight);
+                # the network input may have been prepared on each device, where rounding may leave other bytes
                 return math.inf
             return excess
         return _ratio(err, AMPLIFICATION * upstream + budgets.budget(dtype))
