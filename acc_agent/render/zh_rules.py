@@ -615,6 +615,17 @@ RULES: list[tuple[str, str]] = [
      "golden 侧的 {keys}（{n} 个）没有对应的目标侧 dump"),
     (r"the target's (?P<keys>\S+(?:, \S+)*(?: …)?) \((?P<n>\d+)\) (?:has|have) no golden dump",
      "目标侧的 {keys}（{n} 个）没有对应的 golden 侧 dump"),
+    (r" Before it, outputs differ only at a precision level \(the first: (?P<node>\S+), (?P<x>\S+)x the allowed error\), as "
+     r"GEMMs in a reduced precision \(TF32, HF32\) make them; this jump is far beyond that\.",
+     " 在它之前，各输出只在精度层面上不同（第一个：{node}，为允许误差的 {x} 倍），这正是低精度 GEMM（TF32、HF32）造成的；"
+     "这一跳变则远超于此。"),
+    (r"(?P<name>\S+) \((?P<t_what>a parameter or buffer|an index or mask tensor|a tensor no dumped call produced|an "
+     r"input)\) is the one input of (?P<node>\S+) that is not exactly the golden's \((?P<t_err>[^(),]*(?:\([^()]*\))?), "
+     r"within what another summation order explains\) while the call's output differs: the difference enters (?P=node) "
+     r"through (?P<arg>\S+) — (?P<t_d>.+?); statistics of one weight taken on two devices can differ this way too, so "
+     r"check its layout first",
+     "{name}（{t_what}）是 {node} 唯一与 golden 不完全相同的输入（{t_err}，在另一种求和顺序可解释的范围内），而该调用的输出不同："
+     "差异经由 {arg} 进入 {node}——{t_d}；同一权重在两台设备上取得的统计量也可能这样不同，因此请先检查它的布局"),
     (r"(?<=无问题的 rank：)none", "无"),
     (r"; (?P<ranks>\S+(?:, \S+)*) only receives? it through a collective \((?:its|their) own inputs agree\)",
      "；{ranks} 只是通过集合通信收到它（其自身输入一致）"),

@@ -481,6 +481,10 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         explanation += (" Its per-channel parameters meet its input's channels here: statistics cannot tell a fault in "
                         "this call from channels permuted before it (a weight with two output channels swapped keeps "
                         "every statistic of the tensors before it), which an md5 or tensor dump tells apart.")
+    if f.after_mild is not None and f.after_mild.node is not None:
+        explanation += (f" Before it, outputs differ only at a precision level (the first: {f.after_mild.node.key}, "
+                        f"{explain.fmt(f.after_mild.excess, '.3g')}x the allowed error), as GEMMs in a reduced precision "
+                        "(TF32, HF32) make them; this jump is far beyond that.")
     if first_layer:
         explanation += (" It is also the first layer that computes anything, so a precision setting applied to every "
                         "layer (quantisation, lower-precision kernels) would look the same here: re-run this layer "

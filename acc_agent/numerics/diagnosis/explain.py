@@ -183,6 +183,12 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
             return (f"{t.name} ({what}) holds Inf/NaN on the target where the golden is finite, while every tensor "
                     f"before it is finite: the Inf/NaN enter {node.key} through {t.arg}"
                     + (" — an operation msprobe did not dump made them" if t.leaf == "other" else ""))
+        if t.m.measure == "statistics" and not t.beyond:
+            return (f"{t.name} ({what}) is the one input of {node.key} that is not exactly the golden's ({err}, within "
+                    f"what another summation order explains) while the call's output differs: the difference enters "
+                    f"{node.key} through {t.arg}" + (f" — {difference}" if difference else "")
+                    + "; statistics of one weight taken on two devices can differ this way too, so check its layout "
+                      "first")
         how = (f"{fmt(t.excess, '.3g')}x what a cast explains" if math.isfinite(t.excess)
                else "another md5 digest in the same dtype: a loaded tensor must match byte for byte"
                if t.m.other_bytes and not t.m.same_stats_other_bytes

@@ -34,6 +34,12 @@ if TYPE_CHECKING:
 
 #: A difference this many times beyond precision before the first overflow is its cause, not noise.
 GROSS_BEFORE_OVERFLOW = 10.0
+#: Differences at most this many times beyond precision, each under the single-jump error, are precision-level:
+#: another device's reduced-precision GEMMs (TF32, Ascend's HF32) put them in every layer.
+MILD_EXCESS = 10.0
+#: A later output this many times beyond precision, a single-jump error or more, with inputs a tenth of it or less, is
+#: the fault even after precision-level differences.
+GROSS_JUMP = 100.0
 
 
 @dataclass
@@ -54,6 +60,8 @@ class Finding:
     golden_producer: str | None = None
     #: that golden call has no partner on the target (the target does not make it)
     golden_producer_unpaired: bool = False
+    #: the first output beyond precision, when it is only precision-level and this finding is a jump far beyond it
+    after_mild: Tensor | None = None
 
 
 def in_pass(graph: Graph, direction: str) -> list[Tensor]:
@@ -68,6 +76,10 @@ def _walked(tensors: list[Tensor]) -> list[Tensor]:
 def find(graph: Graph, direction: str, golden: Dump | None, target: Dump | None) -> Finding | None:
     tensors = _walked(in_pass(graph, direction))
     first = next((t for t in tensors if t.beyond), None)
+    mild = first
+    first = _gross_after_mild(first, tensors) if first is not None else None
+    if first is None or first is mild:
+        first, mild = mild, None
     if first is not None and first.role == "parameter_grad":
         first = _incoming_gradient(first, graph) or first
     overflow = _first_overflow(graph, direction, golden, target)
@@ -79,7 +91,29 @@ def find(graph: Graph, direction: str, golden: Dump | None, target: Dump | None)
         return inner[0]
     if first is None:
         return _hidden_argument(tensors, golden, target)
-    return _classify(first, graph, golden, target)
+    found = _classify(first, graph, golden, target)
+    if mild is not None:
+        found.after_mild = mild
+    return found
+
+
+def _gross_after_mild(first: Tensor, tensors: list[Tensor]) -> Tensor | None:
+    """A later single jump that dwarfs ``first`` when ``first`` is only a precision-level difference, else None.
+
+    With every GEMM of another device in a reduced precision, the first output beyond float32 precision is the
+    first GEMM's, a few times beyond; a wrong kernel after it is hundreds of times beyond, with inputs that carry
+    only the GEMMs' error. Naming the GEMM would hide the fault behind a precision setting."""
+    if first.strict or first.err is None or not math.isfinite(first.err) or first.err >= budgets.SINGLE_JUMP_ERR \
+            or first.excess >= MILD_EXCESS:
+        return None
+    for t in tensors:
+        if t.pos <= first.pos or not t.beyond or t.is_input or t.err is None or not math.isfinite(t.err) \
+                or t.err < budgets.SINGLE_JUMP_ERR or t.excess < GROSS_JUMP or t.node is None:
+            continue
+        ins = [x.err for x in t.node.inputs if x.err is not None]
+        if all(math.isfinite(e) and 10.0 * e <= t.err for e in ins):
+            return t
+    return None
 
 
 def _hidden_argument(tensors: list[Tensor], golden: Dump | None, target: Dump | None) -> Finding | None:
@@ -181,6 +215,9 @@ def _classify(t: Tensor, graph: Graph, golden: Dump | None, target: Dump | None)
     # the whole forward pass has the golden's bytes
     exact = node.direction == "forward" or all(x.err == 0.0 for x in graph.tensors
                                                if x.direction == "forward" and x.err is not None)
+    rearranged = None if keeps_positions(node) else _rearranged_weight(node)
+    if rearranged is not None:
+        return Finding(rearranged, node, "argument", argument=rearranged.arg)
     upstream = None if keeps_positions(node) else (_reordering_argument(node, golden, target)
                                                    or (_moving_call(node) if exact else None))
     if upstream is not None:
@@ -191,6 +228,26 @@ def _classify(t: Tensor, graph: Graph, golden: Dump | None, target: Dump | None)
 
 #: How many producing calls back from the first divergence a differing argument is looked for.
 REORDER_HOPS = 4
+
+
+def _rearranged_weight(node: Node) -> Tensor | None:
+    """A weight of ``node`` whose statistics say its values were moved: Max and Min exactly the golden's, Mean or Norm
+    not (another summation order), while the call's output is beyond precision.
+
+    A square weight stored transposed (a checkpoint conversion that forgot it) keeps every value and only changes
+    the order its Mean and Norm are summed in; that difference is within what another device's reduction order
+    allows, so the weight is not beyond precision itself, but it is the one input of the failing call that is not
+    exactly the golden's. Two devices' statistics of one weight can differ the same way, which the explanation says."""
+    for x in node.inputs:
+        if x.leaf != "parameter" or x.m.measure != "statistics" or x.beyond or not x.err:
+            continue
+        d = x.row.__dict__  # sparse statistics rows (DumpRow.__getattr__)
+        g, t = d.get("golden_stats") or {}, d.get("target_stats") or {}
+        if g.get("Max") is None or g.get("Max") != t.get("Max") or g.get("Min") != t.get("Min"):
+            continue
+        if g.get("Mean") != t.get("Mean") or g.get("Norm") != t.get("Norm"):
+            return x
+    return None
 
 
 def _reordering_argument(node: Node, golden: Dump | None, target: Dump | None) -> Finding | None:
