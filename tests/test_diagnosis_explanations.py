@@ -30,7 +30,9 @@
 - a pass-through call the target adds before a fused call (an NPU's ``contiguous``) is not taken for the fused call
   (``md5_fused`` with a ``Tensor.contiguous`` inserted);
 - one golden dump compared with a target dump of another step and rank says so, and rank dumps one side lacks are
-  said not to be compared (tests/data/msprobe_md5_digest_race with the target's rank 0 left out).
+  said not to be compared (tests/data/msprobe_md5_digest_race with the target's rank 0 left out);
+- a pass that opens on a weight (``weight.t()`` for ``addmm``) still takes its data from the first tensor that needs
+  no gradient, so the scaled weight is called a parameter (tests/data/msprobe_addmm_weight_scaled).
 """
 
 from __future__ import annotations
@@ -313,3 +315,10 @@ def test_ranks_one_side_lacks_are_said_not_to_be_compared(tmp_path: Path) -> Non
     assert out.diagnosis.explanation.endswith(
         "Not compared: the golden's step0/rank0 (1) has no target dump; the target's step0/rank2 (1) has no golden "
         "dump, so nothing here speaks for them.")
+
+
+def test_a_pass_that_opens_on_a_weight_still_calls_a_weight_a_parameter() -> None:
+    fd, diag = _data("msprobe_addmm_weight_scaled")
+    assert (fd.module, fd.enters_through, fd.argument) == ("Tensor.t.1.forward", "argument", "input.0")
+    assert "(a parameter or buffer) already differs" in fd.reason
+    assert diag.category == "operator_fault"

@@ -411,6 +411,12 @@ def _classify_leaves(graph: Graph, golden: Dump | None, golden_prints: dict[int,
         if node.inputs:
             d = node.direction
             first_input.setdefault(d, node.inputs[0])
+    data_in = first_input.get("forward")
+    if data_in is not None and _requires_grad(golden, data_in):
+        # a pass that opens on a weight (``weight.t()`` fed to ``addmm``) does not open on its data: the network input
+        # is the first tensor that needs no gradient, when the run records one
+        first_input["forward"] = next((t for t in graph.tensors if t.direction == "forward" and t.is_input
+                                       and t.producer is None and _requires_grad(golden, t) is False), data_in)
     numels: dict[int, tuple[object, int | None]] = {}
     data_prints = {d: fingerprint(entry(golden, t.row.__dict__.get("golden_name") or t.name), numels)
                    for d, t in first_input.items()}
@@ -434,6 +440,11 @@ def _classify_leaves(graph: Graph, golden: Dump | None, golden_prints: dict[int,
             t.leaf = "parameter"
         else:
             t.leaf = "other"
+
+
+def _requires_grad(golden: Dump | None, t: Tensor) -> bool | None:
+    g = entry(golden, t.row.__dict__.get("golden_name") or t.name)
+    return g.requires_grad if g is not None else None
 
 
 def _batched(t: Tensor, batch: int | None) -> bool:
