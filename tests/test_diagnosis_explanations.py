@@ -32,7 +32,9 @@
 - one golden dump compared with a target dump of another step and rank says so, and rank dumps one side lacks are
   said not to be compared (tests/data/msprobe_md5_digest_race with the target's rank 0 left out);
 - a pass that opens on a weight (``weight.t()`` for ``addmm``) still takes its data from the first tensor that needs
-  no gradient, so the scaled weight is called a parameter (tests/data/msprobe_addmm_weight_scaled).
+  no gradient, so the scaled weight is called a parameter (tests/data/msprobe_addmm_weight_scaled);
+- a call the target adds just before the first call of the same API (its numbers shift by one) keeps the answer,
+  whether it takes another signature (a scalar where the golden adds a tensor) or the same inputs.
 """
 
 from __future__ import annotations
@@ -322,3 +324,40 @@ def test_a_pass_that_opens_on_a_weight_still_calls_a_weight_a_parameter() -> Non
     assert (fd.module, fd.enters_through, fd.argument) == ("Tensor.t.1.forward", "argument", "input.0")
     assert "(a parameter or buffer) already differs" in fd.reason
     assert diag.category == "operator_fault"
+
+
+def _with_an_extra_call(case_target: Path, out: Path, api: str, scalar: float) -> Path:
+    """The target with one more call of ``api`` (``x <op> scalar``, which returns its input) just before its first one,
+    the later calls of that API numbered one up, as msprobe numbers a call a port adds."""
+    shutil.copytree(case_target, out)
+    path = out / "step0" / "rank0" / "dump.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    data: dict[str, object] = {}
+    inserted = False
+    for key, call in doc["data"].items():
+        stem, _, rest = key.rpartition(".")
+        api_of, _, number = stem.rpartition(".")
+        if api_of == api:
+            if not inserted:
+                leaf = call["input_args"][0]
+                data[f"{api}.0.forward"] = {"input_args": [copy.deepcopy(leaf), {"type": "float", "value": scalar}],
+                                            "input_kwargs": {}, "output": [copy.deepcopy(leaf)]}
+                inserted = True
+            key = f"{api}.{int(number) + 1}.{rest}"
+        data[key] = call
+    doc["data"] = data
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize(("name", "api", "scalar", "expected"), [
+    ("stats_cnn_channels_last_clean", "Tensor.__add__", 0.0, None),  # a residual x + y after it: a tensor, not 0.0
+    ("stats_mask_off_by_one", "Tensor.__truediv__", 1.0, "Tensor.masked_fill.0.forward"),  # the same inputs in
+])
+def test_a_call_the_target_adds_before_its_namesake_keeps_the_answer(name: str, api: str, scalar: float,
+                                                                      expected: str | None, tmp_path: Path) -> None:
+    case = make_case(name)
+    out = call_tool("compare_dumps", {"golden": str(case.golden), "workers": 1,
+                                      "target": str(_with_an_extra_call(case.target, tmp_path / "t", api, scalar))})
+    assert isinstance(out, CompareDumpsOutput)
+    assert (out.first_divergence.module if out.first_divergence else None) == expected
