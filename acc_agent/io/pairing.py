@@ -353,7 +353,7 @@ def _suffix(e: DumpEntry) -> str:
 # make equally often are trusted as named. Between two paired neighbours, the calls left over then pair as
 # the same API under another call number, or, one on each side, as a different API in the same place.
 
-_API_KEY = re.compile(r"^(?!Module\.)(?P<api>.+)\.\d+\.(?P<dir>forward|backward)$")
+_API_KEY = re.compile(r"^(?!Module\.)(?P<api>.+)\.(?P<n>\d+)\.(?P<dir>forward|backward)$")
 _MAX_GAP = 8  # unpaired API calls per side between two paired neighbours that gap pairing looks at
 _SWAP_NOTES = 10  # different-API lines in Pairing.notes; the rest are summed up in one line
 
@@ -449,21 +449,18 @@ def _next_call_fits_better(golden: Dump, target: Dump, key: str, pairs: list[Pai
     """Whether the target's next call of the API gives outputs far closer to the golden partner's than this call's:
     a call the target makes in addition (``x / 1.0`` just before the golden's ``x / 4.0``, the same inputs in)
     took the number of the call that follows it."""
-    m = _NUMBERED.match(key)
+    m = _API_KEY.match(key)
     if m is None:
         return False
     after = f"{m.group('api')}.{int(m.group('n')) + 1}.{m.group('dir')}"
-    g_out = [golden.entry(p.golden_name) for p in pairs if golden.entry(p.golden_name).role == "output"]
-    t_out = [target.entry(p.target_name) for p in pairs if target.entry(p.target_name).role == "output"]
+    g_out = [e for e in (golden.entry(p.golden_name) for p in pairs) if e.role == "output"]
+    t_out = [e for e in (target.entry(p.target_name) for p in pairs) if e.role == "output"]
     n_out = [target.by_name[n] for n in (f"{after}.output.{i}" for i in range(len(t_out))) if n in target.by_name]
     if not g_out or len(n_out) != len(g_out) or len(t_out) != len(g_out):
         return False
     here = max(_stat_distance(g, t) for g, t in zip(g_out, t_out, strict=True))
     there = max(_stat_distance(g, t) for g, t in zip(g_out, n_out, strict=True))
     return here > 0.01 and there < 0.1 * here
-
-
-_NUMBERED = re.compile(r"^(?P<api>.+)\.(?P<n>\d+)\.(?P<dir>forward|backward)$")
 
 
 def _stat_distance(a: DumpEntry, b: DumpEntry) -> float:

@@ -23,23 +23,28 @@ from acc_agent.numerics.diagnosis.graph import Graph, Tensor
 from acc_agent.numerics.diagnosis.localise import REORDER_HOPS, keeps_positions
 
 
+def _moved(graph: Graph) -> list[Tensor]:
+    """Outputs judged as "values moved" (md5 differs, statistics equal, inputs bit-identical)."""
+    return [t for t in graph.tensors if t.strict == "reordered" and not t.is_input]
+
+
+def _readers(graph: Graph) -> dict[int, list[Tensor]]:
+    """The inputs that are an output's data, by the ``id`` of that output."""
+    readers: dict[int, list[Tensor]] = {}
+    for x in graph.tensors:
+        if x.is_input and x.producer is not None:
+            readers.setdefault(id(x.producer), []).append(x)
+    return readers
+
+
 def racing_digests(graph: Graph) -> list[Tensor]:
     """Outputs judged as "values moved" (md5 differs, statistics equal) whose every consumer call returns exactly
     the golden's bytes: they and the inputs that are their data are left unjudged and returned, outputs first."""
-    consumers: dict[int, list[Tensor]] = {}
-    moved = [t for t in graph.tensors if t.strict == "reordered" and not t.is_input]
+    moved = _moved(graph)
     if not moved:
         return []
-    wanted = {id(t) for t in moved}
-    for x in graph.tensors:
-        p = x.producer
-        if p is not None and id(p) in wanted and x.is_input:
-            consumers.setdefault(id(p), []).append(x)
-    left: list[Tensor] = []
-    for t in moved:
-        reads = consumers.get(id(t), [])
-        if reads and all(_returns_golden_bytes(x) for x in reads):
-            left.append(t)
+    consumers = _readers(graph)
+    left = [t for t in moved if consumers.get(id(t)) and all(_returns_golden_bytes(x) for x in consumers[id(t)])]
     readers = [x for t in left for x in consumers[id(t)]]
     for t in left + readers:  # a reader holds the same recorded digest: no more a difference than its producer
         t.excess, t.strict = math.nan, None
@@ -62,13 +67,10 @@ def rounding_digests(graph: Graph) -> list[Tensor]:
     along with their statistics unchanged) for ``REORDER_HOPS`` calls; the move is seen when a call that mixes
     positions returns an output beyond precision. An elementwise reader that goes beyond precision on its own is
     its own fault, not this output's."""
-    moved = [t for t in graph.tensors if t.strict == "reordered" and not t.is_input]
+    moved = _moved(graph)
     if not moved:
         return []
-    readers: dict[int, list[Tensor]] = {}
-    for x in graph.tensors:
-        if x.is_input and x.producer is not None:
-            readers.setdefault(id(x.producer), []).append(x)
+    readers = _readers(graph)
     rounded = [t for t in moved if not _move_shows(t, readers)]
     for t in rounded:
         t.strict = None

@@ -109,11 +109,15 @@ RECOMPUTED_FROM = {"forward": ("inputs and arguments", "output", "call"),
                    "backward": ("forward inputs and incoming gradient", "input gradient", "gradient")}
 
 
+def _nonfinite_values(t: Tensor, side: str) -> list[tuple[str, float]]:
+    """One side's recorded statistics that are Inf/NaN, by name."""
+    stats = t.row.__dict__.get(f"{side}_stats") or {}  # sparse statistics rows (DumpRow.__getattr__)
+    return [(k, v) for k in ("Max", "Min", "Mean", "Norm") if isinstance(v := stats.get(k), float) and not math.isfinite(v)]
+
+
 def _nonfinite_stats(t: Tensor, side: str = "target") -> str:
     """Which of one side's recorded statistics are Inf/NaN, e.g. "recorded Max Inf, Norm Inf"."""
-    stats = t.row.__dict__.get(f"{side}_stats") or {}
-    bad = [f"{k} {'NaN' if math.isnan(v) else ('Inf' if v > 0 else '-Inf')}" for k in ("Max", "Min", "Mean", "Norm")
-           if isinstance(v := stats.get(k), float) and not math.isfinite(v)]
+    bad = [f"{k} {'NaN' if math.isnan(v) else ('Inf' if v > 0 else '-Inf')}" for k, v in _nonfinite_values(t, side)]
     return "recorded " + ", ".join(bad) if bad else "Inf/NaN in its recorded statistics"
 
 
@@ -126,9 +130,8 @@ def nan_not_inf(t: Tensor) -> bool:
     counts = t.row.target_inf, t.row.target_nan
     if t.m.measure == "tensor" and counts != (None, None):
         return not counts[0] and bool(counts[1])
-    stats = t.row.__dict__.get("target_stats") or {}
-    bad = [v for k in ("Max", "Min", "Mean", "Norm") if isinstance(v := stats.get(k), float) and not math.isfinite(v)]
-    return bool(bad) and all(math.isnan(v) for v in bad)
+    bad = _nonfinite_values(t, "target")
+    return bool(bad) and all(math.isnan(v) for _, v in bad)
 
 
 #: A float dtype's largest finite value, as the overflow advice names it.

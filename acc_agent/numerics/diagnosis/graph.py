@@ -194,6 +194,14 @@ class Graph:
         return self.by_key.get(key.replace(".parameters_grad", ".backward", 1))
 
     @functools.cached_property
+    def forward_bit_identical(self) -> bool:
+        """Whether every measured forward tensor has the golden's exact bytes (error 0).
+
+        A backward call also reads the forward tensors it saved, which its recorded inputs do not show: only then do
+        bit-identical recorded inputs of a backward call rule rounding out."""
+        return all(t.m.err == 0.0 for t in self.tensors if t.direction == "forward" and t.m.err is not None)
+
+    @functools.cached_property
     def parameter_gradients(self) -> set[int]:
         """``id``s of the tensors that are gradients of a parameter: the optimizer, not a later call, reads them.
 

@@ -127,16 +127,11 @@ def judge(graph: Graph, use_bench: bool) -> None:
     gradients = graph.parameter_gradients
     isfinite, inf = math.isfinite, math.inf
     per_dtype: dict[str | None, tuple[float, float]] = {}
-    # whether every forward tensor so far has the golden's exact bytes: a backward call also reads the forward
-    # tensors it saved, which its recorded inputs do not show, so only then do bit-identical inputs rule rounding out
-    exact_forward = True
     for t in graph.tensors:
         m = t.m
         err = m.err
         if err is None:
             continue
-        if exact_forward and err != 0.0 and t.direction == "forward":
-            exact_forward = False
         dtype = m.dtype
         b = per_dtype.get(dtype)
         if b is None:
@@ -155,7 +150,7 @@ def judge(graph: Graph, use_bench: bool) -> None:
             allowed = 2.0 * producer.m.err + leaf  # the same data as that output: a cast or copy at most
             t.excess = err / allowed if allowed > 0 else (0.0 if err == 0 else inf)
         else:
-            t.excess = _flow_excess(t, err, upstream[t.direction], exact_forward)
+            t.excess = _flow_excess(t, err, upstream[t.direction], graph)
         if reduction and t.excess > 1.0:
             cancelled = _cancelled_excess(t, budget, graph)
             if cancelled is not None:
@@ -209,7 +204,7 @@ def _has_measured_producer(t: Tensor) -> bool:
     return t.producer is not None and t.producer.err is not None and math.isfinite(t.producer.err)
 
 
-def _flow_excess(t: Tensor, err: float, upstream: float, exact_forward: bool = True) -> float:
+def _flow_excess(t: Tensor, err: float, upstream: float, graph: Graph) -> float:
     dtype = t.m.dtype
     if t.is_input or t.role == "parameter_grad":
         produced = t.producer.err if t.producer is not None else None
@@ -226,7 +221,8 @@ def _flow_excess(t: Tensor, err: float, upstream: float, exact_forward: bool = T
                 return math.inf
             return excess
         return _ratio(err, AMPLIFICATION * upstream + budgets.budget(dtype))
-    if t.m.same_stats_other_bytes and (t.direction == "forward" or exact_forward) and inputs_bit_identical(t):
+    if t.m.same_stats_other_bytes and (t.direction == "forward" or graph.forward_bit_identical) \
+            and inputs_bit_identical(t):
         # bit-identical inputs in, the same values in other places out (md5 differs, every statistic equal): no
         # rounding reorders values, the call moved them
         t.strict = "reordered"

@@ -211,15 +211,13 @@ def _classify(t: Tensor, graph: Graph, golden: Dump | None, target: Dump | None)
     scalar = differing_scalar(node.key, golden, target, t)
     if scalar is not None:
         return Finding(t, node, "argument", argument=scalar[0], scalar=scalar)
-    # a backward call also reads the forward tensors it saved: bit-identical recorded inputs rule rounding out only when
-    # the whole forward pass has the golden's bytes
-    exact = node.direction == "forward" or all(x.err == 0.0 for x in graph.tensors
-                                               if x.direction == "forward" and x.err is not None)
-    rearranged = None if keeps_positions(node) or (t.err or 0.0) < budgets.SINGLE_JUMP_ERR else _rearranged_weight(node)
+    if keeps_positions(node):
+        return Finding(t, node, "operator")
+    rearranged = _rearranged_weight(node) if (t.err or 0.0) >= budgets.SINGLE_JUMP_ERR else None
     if rearranged is not None:
         return Finding(rearranged, node, "argument", argument=rearranged.arg)
-    upstream = None if keeps_positions(node) else (_reordering_argument(node, golden, target)
-                                                   or (_moving_call(node) if exact else None))
+    upstream = _reordering_argument(node, golden, target) or (
+        _moving_call(node) if node.direction == "forward" or graph.forward_bit_identical else None)
     if upstream is not None:
         upstream.shows_at = t
         return upstream
@@ -469,10 +467,7 @@ def _first_overflow(graph: Graph, direction: str, golden: Dump | None = None,
             continue
         if any(x.m.target_nonfinite and not x.m.golden_nonfinite for x in node.inputs):
             continue  # non-finite came in: an earlier call produced it (or a leaf holds it)
-        scalar = differing_scalar(node.key, golden, target, bad[0])
-        if scalar is not None and _nonfinite_number(scalar[2]) and not _nonfinite_number(scalar[1]):
-            return Finding(bad[0], node, "argument", argument=scalar[0], scalar=scalar)
-        return Finding(bad[0], node, "overflow")
+        return _overflow_or_argument(node, bad[0], golden, target, infinite_on_target=True)
     return None
 
 
@@ -487,11 +482,20 @@ def first_golden_overflow(graph: Graph, direction: str, golden: Dump | None = No
             continue
         bad = [t for t in node.outputs if t.m.golden_nonfinite and not t.m.target_nonfinite]
         if bad and not any(x.m.golden_nonfinite or x.m.target_nonfinite for x in node.inputs):
-            scalar = differing_scalar(node.key, golden, target, bad[0])
-            if scalar is not None and _nonfinite_number(scalar[1]) and not _nonfinite_number(scalar[2]):
-                return Finding(bad[0], node, "argument", argument=scalar[0], scalar=scalar)
-            return Finding(bad[0], node, "overflow")
+            return _overflow_or_argument(node, bad[0], golden, target, infinite_on_target=False)
     return None
+
+
+def _overflow_or_argument(node: Node, out: Tensor, golden: Dump | None, target: Dump | None,
+                          infinite_on_target: bool) -> Finding:
+    """The overflow at ``node``, or the scalar argument that put the Inf there: infinite on the overflowing side
+    and finite on the other (``masked_fill(mask, -inf)`` against -10000)."""
+    scalar = differing_scalar(node.key, golden, target, out)
+    if scalar is not None:
+        overflowing, other = (scalar[2], scalar[1]) if infinite_on_target else (scalar[1], scalar[2])
+        if _nonfinite_number(overflowing) and not _nonfinite_number(other):
+            return Finding(out, node, "argument", argument=scalar[0], scalar=scalar)
+    return Finding(out, node, "overflow")
 
 
 def final_tensor(graph: Graph, direction: str) -> Tensor | None:
