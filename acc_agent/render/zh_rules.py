@@ -527,6 +527,49 @@ RULES: list[tuple[str, str]] = [
      "且误差大小相近（{lo} 到 {hi}，中位数 {med}；统计量差异）；若只有一个调用出错，它只会超出一次，之后的矩阵乘只会传递其误差。"
      "误差从 {start} 开始，末尾为 {f}。没有单个算子出错：这些矩阵乘以降低的精度计算，如 TF32（NVIDIA）和 HF32（昇腾）矩阵乘；"
      "对少数矩阵乘做 tensor 模式 dump 即可通过重算确认。"),
+    # ------------------------------------------------------------------ a choice that rounding decides
+    (r"(?P<op>\S+) chooses other elements than the golden's at (?P<d>\d+) of (?P<n>\d+) positions \((?P<arg>[^)]+)\) "
+     r"from inputs within precision \((?P<err>\S+) relative\): at every one of them the golden's two candidates lie "
+     r"(?P<gap>\S+) apart at most, while the runs' inputs differ by up to (?P<diff>\S+) there, enough to swap values "
+     r"up to (?P<bound>\S+) apart, so rounding decides the choice",
+     "{op} 在 {n} 个位置中的 {d} 个（{arg}）选出的元素与 golden 不同，而其输入在精度范围内（相对误差 {err}）：在每个这样的位置上，"
+     "golden 的两个候选值最多相差 {gap}，而两侧输入在该处最多相差 {diff}，足以交换相差不超过 {bound} 的两个值，因此选择由舍入决定"),
+    (r"(?P<shows>\S+) holds (?P<nt>\d+) elements on the target and (?P<ng>\d+) on the golden: a selection no dumped "
+     r"call made picks other elements, and the choice behind it \((?P<op>\S+), (?P<arg>[^)]+)\) is made from inputs "
+     r"within precision \((?P<err>\S+) relative\)",
+     "{shows} 在目标侧有 {nt} 个元素，在 golden 侧有 {ng} 个：一次未被 dump 的选取挑出了不同的元素，而它所依据的选择"
+     "（{op}，{arg}）由精度范围内的输入（相对误差 {err}）算出"),
+    (r"(?P<op>\S+) returns another (?P<arg>\S+) from inputs within precision \((?P<err>\S+) relative\): a choice "
+     r"between nearly equal values, which rounding can decide the other way",
+     "{op} 由精度范围内的输入（相对误差 {err}）返回了不同的 {arg}：这是在几乎相等的值之间的选择，舍入可能使其结果相反"),
+    (r"The runs part ways at a choice, not at a faulty call: (?P<t_reason>.+?)\. Near-ties that the target's rounding "
+     r"decides the other way \(top-k routing in a mixture of experts, argmax, a threshold\) explain it, and every call "
+     r"after it works on other elements, so their differences follow from this choice\.",
+     "两次运行在一次选择处分道扬镳，而不是某个调用出错：{t_reason}。目标侧的舍入把近似平局判向另一边（混合专家模型中的 top-k "
+     "路由、argmax、阈值）即可解释；其后的每个调用处理的都是不同的元素，因此它们的差异都源于这次选择。"),
+    (r"The runs part ways at a choice, not at a faulty call: (?P<t_reason>.+?)\. Near-ties that the target's rounding "
+     r"decides the other way \(top-k routing in a mixture of experts, argmax, a threshold\) explain it\.",
+     "两次运行在一次选择处分道扬镳，而不是某个调用出错：{t_reason}。目标侧的舍入把近似平局判向另一边（混合专家模型中的 top-k "
+     "路由、argmax、阈值）即可解释。"),
+    (r"msprobe's statistics hold only Max and Min of integer and bool tensors, so the choices themselves cannot be "
+     r"compared here\.",
+     "msprobe 的统计量对整数和布尔张量只记录 Max 和 Min，因此这里无法直接比较这些选择本身。"),
+    (r"Their md5 digests tell only that the choices differ: whether rounding explains each one was not measured "
+     r"\(no tensor data\)\.",
+     "其 md5 摘要只能说明选择不同：每处不同是否都可由舍入解释未经测量（没有张量数据）。"),
+    (r"Whether rounding explains each differing choice was not measured \((?P<op>\S+) is not a top-k, sort or argmax "
+     r"whose choices can be checked against its inputs\)\.",
+     "每处不同的选择是否都可由舍入解释未经测量（{op} 不是可以依据其输入核对选择的 top-k、sort 或 argmax）。"),
+    (r"Dump (?P<op>\S+) in tensor mode on both runs \(msprobe task 'tensor' with this API in its 'list'\) and "
+     r"compare again: each differing choice is then checked against its inputs' difference\.",
+     "在两次运行上以 tensor 模式 dump {op}（msprobe task 'tensor'，并将此 API 写入 'list'），然后重新对比：届时每处不同的选择"
+     "都会依据其输入的差异逐一核对。"),
+    (r"Compute the inputs of (?P<op>\S+) in float32 on the target \(a mixture-of-experts router in float32 is common "
+     r"practice\), so that rounding no longer decides near-ties, then compare again\.",
+     "在目标侧以 float32 计算 {op} 的输入（混合专家路由器使用 float32 是常见做法），使舍入不再决定近似平局，然后重新对比。"),
+    (r"Judge the calls after this choice by end metrics \(loss, accuracy\) rather than call by call: another choice at "
+     r"a near-tie is an error of neither run\.",
+     "这次选择之后的调用应以最终指标（loss、精度）而非逐个调用来评判：在近似平局处做出另一种选择，不是任何一侧的错误。"),
     (r"^re-computed on operands rounded to a 10-bit mantissa, as TF32 \(NVIDIA\) and HF32 \(Ascend\) matmuls read "
      r"them, (?P<k>\d+) of them match the target to (?P<r>\S+), so the target's GEMMs run in TF32/HF32\.$",
      "将操作数舍入到 10 位尾数（TF32（NVIDIA）和 HF32（昇腾）矩阵乘读取操作数的方式）后重算，其中 {k} 个与目标侧相差仅 {r}，"

@@ -54,6 +54,7 @@ from acc_agent.numerics.diagnosis.localise import (
 from acc_agent.numerics.diagnosis.measure import mixed_precision, numel, shapes_differ
 from acc_agent.numerics.diagnosis.ranks import combine_ranks
 from acc_agent.numerics.diagnosis.recheck import recheck, recheck_extremes
+from acc_agent.numerics.diagnosis.selection import precision_selection
 from acc_agent.numerics.diagnosis.shared_setting import same_kind_growth, starts_in_float32_call
 from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
 
@@ -270,6 +271,9 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
             **base)
     if finding.enters == "data_input":
         return _input_mismatch(finding, golden, target, base)
+    chosen = precision_selection(finding, graph, direction, golden, target)
+    if chosen is not None:
+        return explain.precision_selection(chosen, base)
     t = finding.tensor
     # a parameter's gradient goes to the optimizer, not to a later call: that nothing after it is wrong
     # says nothing about it, so it is never a "mismatch the network did not feel"

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
     from acc_agent.numerics.diagnosis.conditioning import IllConditioned
     from acc_agent.numerics.diagnosis.gemm_precision import CoarseGemms
+    from acc_agent.numerics.diagnosis.selection import PrecisionSelection
 
 
 def value_text(v: object) -> str:
@@ -541,3 +542,55 @@ def golden_overflow(f: Finding, base: JudgementFields) -> tuple[FirstDivergence,
                       "overflows."],
         details={"golden_overflow": t.name}, **base)
     return fd, diag
+
+
+def precision_selection(sel: PrecisionSelection, base: JudgementFields) -> tuple[FirstDivergence, Diagnosis]:
+    """A choice (top-k, argmax, a threshold) that rounding decides: the runs part ways there, no call is at fault."""
+    op, choice, err = sel.node.key, sel.choice, fmt(sel.inputs_error)
+    check, counts = sel.check, sel.counts
+    if check is not None:
+        reason = (f"{op} chooses other elements than the golden's at {check.differing} of {check.total} positions "
+                  f"({choice.arg}) from inputs within precision ({err} relative): at every one of them the golden's "
+                  f"two candidates lie {fmt(check.largest_gap)} apart at most, while the runs' inputs differ by up to "
+                  f"{fmt(check.input_difference)} there, enough to swap values up to {fmt(2 * check.input_difference)} "
+                  "apart, so rounding decides the choice")
+    elif counts is not None:
+        reason = (f"{sel.shows_at.name} holds {counts[1]} elements on the target and {counts[0]} on the golden: a "
+                  f"selection no dumped call made picks other elements, and the choice behind it ({op}, "
+                  f"{choice.arg}) is made from inputs within precision ({err} relative)")
+    else:
+        reason = (f"{op} returns another {choice.arg} from inputs within precision ({err} relative): a choice between "
+                  "nearly equal values, which rounding can decide the other way")
+    explanation = (f"The runs part ways at a choice, not at a faulty call: {reason}. Near-ties that the target's "
+                   "rounding decides the other way (top-k routing in a mixture of experts, argmax, a threshold) explain "
+                   + ("it, and every call after it works on other elements, so their differences follow from this "
+                      "choice." if sel.followed else "it."))
+    if check is None and choice.m.measure == "md5":
+        explanation += (" Their md5 digests tell only that the choices differ: whether rounding explains each one was "
+                        "not measured (no tensor data).")
+    elif check is None and choice.m.measure != "tensor":
+        explanation += (" msprobe's statistics hold only Max and Min of integer and bool tensors, so the choices "
+                        "themselves cannot be compared here.")
+    elif check is None:
+        explanation += (f" Whether rounding explains each differing choice was not measured ({op} is not a top-k, "
+                        "sort or argmax whose choices can be checked against its inputs).")
+    actions = [] if check is not None else [
+        f"Dump {op} in tensor mode on both runs (msprobe task 'tensor' with this API in its 'list') and compare "
+        "again: each differing choice is then checked against its inputs' difference."]
+    actions.append(f"Compute the inputs of {op} in float32 on the target (a mixture-of-experts router in float32 is "
+                   "common practice), so that rounding no longer decides near-ties, then compare again.")
+    if sel.followed:
+        actions.append("Judge the calls after this choice by end metrics (loss, accuracy) rather than call by call: "
+                       "another choice at a near-tie is an error of neither run.")
+    fd = FirstDivergence(name=choice.name, index=int(choice.row.index), module=op, output_metrics=metrics(choice),
+                         input_names=[x.name for x in sel.node.inputs], direction="forward", reason=reason,
+                         enters_through="operator")
+    details: dict[str, object] = {"selection_call": op, "selection_output": choice.name,
+                                  "selection_inputs_error": sel.inputs_error, "shows_at": sel.shows_at.name}
+    if counts is not None:
+        details["element_counts"] = {"golden": counts[0], "target": counts[1]}
+    if check is not None:
+        details.update(choices_differing=check.differing, choices=check.total, largest_gap=check.largest_gap,
+                       input_difference=check.input_difference)
+    return fd, Diagnosis(category="precision_accumulation", explanation=explanation, next_actions=actions,
+                         details=details, **base)

@@ -1,0 +1,184 @@
+"""Selections that precision decides: top-k routing, argmax, a threshold on floats.
+
+A mixture-of-experts router picks each token's experts by top-k over its logits. In bf16 two
+nearly equal logits can come out the other way round, so the target sends a few tokens to another
+expert, and every call after that works on other rows. msprobe shows it as an index output that
+differs (tensor or md5 dumps), or, since its statistics hold only Max and Min of integer and bool
+tensors, first as an expert call with another number of rows (statistics dumps), made by indexing
+that msprobe does not dump. Neither is a faulty operator nor a mismatch of what was compared: the
+choice follows from inputs that differ only at a precision level.
+
+Where the tensors are recorded the claim is tested: at every position where the two runs chose
+differently, the golden's two candidates must be closer than twice the largest difference between
+the two runs' inputs in that slice (the most a perturbation of that size can reorder). A choice
+that differs beyond that is left to the rest of the diagnosis: the selection itself went wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from acc_agent.numerics import budgets
+from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name
+from acc_agent.numerics.diagnosis.localise import Finding
+
+if TYPE_CHECKING:
+    from acc_agent.io.arrays import Array
+    from acc_agent.io.dumps import Dump
+
+#: Calls that return the positions of chosen elements along one axis, with the positional place of ``dim``.
+INDEX_CHOICES = {"topk": 2, "sort": 1, "argsort": 1, "argmax": 1, "argmin": 1, "max": 1, "min": 1, "kthvalue": 2}
+#: A row count that differs by more than this share is not a few near-ties flipping.
+MAX_COUNT_SHARE = 0.25
+#: Tensors above this many elements are not loaded for the check.
+_MAX_ELEMENTS = 1 << 24
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceCheck:
+    """The two runs' choices compared against their inputs' difference."""
+
+    differing: int  # positions where the two runs chose another element
+    total: int
+    largest_gap: float  # the golden's largest distance between the two chosen candidates
+    input_difference: float  # the largest input difference in the slices concerned
+
+
+@dataclass(frozen=True, slots=True)
+class PrecisionSelection:
+    """A choice made from inputs that agree within precision, seen where its result first differs."""
+
+    node: Node  # the call that chooses
+    choice: Tensor  # its integer or bool output
+    inputs_error: float  # the largest error of its float inputs (within precision, not zero)
+    shows_at: Tensor  # the choice itself, or a later tensor holding another number of elements
+    counts: tuple[int, int] | None  # (golden, target) elements of ``shows_at`` when they differ
+    check: ChoiceCheck | None  # measured on the recorded tensors, where they were
+    followed: bool = True  # calls of the pass come after the choice (they work on what it chose)
+
+
+def precision_selection(finding: Finding, graph: Graph, direction: str, golden: Dump | None,
+                        target: Dump | None) -> PrecisionSelection | None:
+    """The selection behind the first divergence when precision decides it, else None."""
+    if direction != "forward":
+        return None
+    t = finding.tensor
+    if finding.enters == "operator" and not t.is_input and _integer(t) and t.node is not None:
+        error = _deciding_error(t.node)
+        if error is None:
+            return None
+        check = _check(t.node, t, golden, target)
+        if check is False:
+            return None
+        followed = any(n.pos > t.node.pos and n.computing and n.direction == direction for n in graph.nodes)
+        return PrecisionSelection(t.node, t, error, t, None, check if isinstance(check, ChoiceCheck) else None,
+                                  followed)
+    if finding.enters == "argument" and t.producer is None and t.leaf == "other":
+        counts = _counts(t)
+        if counts is None:
+            return None
+        for node in reversed([n for n in graph.nodes if n.pos < finding.node.pos and n.computing
+                              and n.direction == direction]):
+            choices = [o for o in node.outputs if _integer(o)]
+            if not choices or any(o.beyond for o in choices):
+                continue
+            error = _deciding_error(node)
+            if error is not None:
+                return PrecisionSelection(node, choices[0], error, t, counts, None)
+    return None
+
+
+def _integer(t: Tensor) -> bool:
+    d = budgets.canonical_dtype(t.row.golden_dtype or t.row.target_dtype)
+    return d is not None and not budgets.is_float(d) and (d.startswith(("int", "uint")) or d == "bool")
+
+
+def _deciding_error(node: Node) -> float | None:
+    """The largest error of the call's float inputs when all are within precision and one is not exact."""
+    floats = [x for x in node.inputs if x.m.dtype is not None and budgets.is_float(x.m.dtype)]
+    errors = [x.err for x in floats if x.err is not None and math.isfinite(x.err)]
+    if not errors or any(x.beyond for x in floats) or max(errors) <= 0.0:
+        return None
+    return max(errors)
+
+
+def _counts(t: Tensor) -> tuple[int, int] | None:
+    """(golden, target) element counts of ``t`` when they differ by a small share."""
+    g, x = t.row.golden_shape, t.row.target_shape
+    if g is None or x is None:
+        return None
+    ng, nx = math.prod(g), math.prod(x)
+    if ng == nx or max(ng, nx) == 0 or abs(ng - nx) > MAX_COUNT_SHARE * max(ng, nx):
+        return None
+    return ng, nx
+
+
+def _check(node: Node, choice: Tensor, golden: Dump | None, target: Dump | None) -> ChoiceCheck | bool:
+    """The choices checked on the recorded tensors; True where they cannot be, False where precision does not
+    explain them."""
+    name = api_name(node.key)
+    source = next((x for x in node.inputs if x.m.dtype is not None and budgets.is_float(x.m.dtype)), None)
+    if golden is None or target is None or name not in INDEX_CHOICES or source is None \
+            or choice.m.measure != "tensor" or source.m.measure != "tensor":
+        return True
+    try:
+        xg, xt = _load(golden, source, "golden"), _load(target, source, "target")
+        ig, it = _load(golden, choice, "golden"), _load(target, choice, "target")
+    except Exception:  # noqa: BLE001 - an unreadable tensor: its row already says so
+        return True
+    if xg is None or xt is None or ig is None or it is None:
+        return True
+    axis = _axis(xg.shape, ig.shape, _dim(node, target, name))
+    if axis is None or xg.shape != xt.shape or ig.shape != it.shape or ig.dtype.kind not in "iu" \
+            or it.dtype.kind not in "iu":
+        return True
+    if ig.ndim < xg.ndim:
+        ig, it = np.expand_dims(ig, axis), np.expand_dims(it, axis)
+    size = xg.shape[axis]
+    if ig.size == 0 or ig.min() < 0 or it.min() < 0 or ig.max() >= size or it.max() >= size:
+        return True
+    gf, tf = xg.astype(np.float64), xt.astype(np.float64)
+    ig, it = ig.astype(np.int64), it.astype(np.int64)
+    with np.errstate(invalid="ignore"):
+        slack = np.max(np.abs(tf - gf), axis=axis, keepdims=True)
+        differ = ig != it
+        gap = np.abs(np.take_along_axis(gf, ig, axis) - np.take_along_axis(gf, it, axis))
+        bound = np.broadcast_to(2.0 * slack, gap.shape)
+        gaps, bounds = gap[differ], bound[differ]
+    if not gaps.size:
+        return True
+    if not bool(np.all(gaps <= bounds * (1.0 + 1e-9))):
+        return False
+    return ChoiceCheck(int(differ.sum()), int(ig.size), float(gaps.max()), float(bounds.max() / 2.0))
+
+
+def _load(dump: Dump, t: Tensor, side: str) -> Array | None:
+    arr = np.asarray(dump.load((t.row.golden_name or t.name) if side == "golden" else t.name))
+    return None if arr.size > _MAX_ELEMENTS else arr
+
+
+def _dim(node: Node, target: Dump, name: str) -> int | None:
+    """The ``dim`` the call was given (keyword or positional), or None when it was not recorded."""
+    wanted = {f"{node.key}.input.dim", f"{node.key}.input.{INDEX_CHOICES[name]}"}
+    for s in getattr(target, "scalars", {}).get(node.key, []):
+        if s.name in wanted and type(s.value) is int:
+            return s.value
+    return None
+
+
+def _axis(source: tuple[int, ...], chosen: tuple[int, ...], dim: int | None) -> int | None:
+    """The axis the choice runs along: ``dim`` when given, else the last one that fits the shapes."""
+    n = len(source)
+    if n == 0:
+        return None
+    candidates = [a for a in range(n)
+                  if (len(chosen) == n and all(chosen[i] == source[i] for i in range(n) if i != a))
+                  or (len(chosen) == n - 1 and chosen == source[:a] + source[a + 1:])]
+    if dim is not None:
+        a = dim % n if -n <= dim < n else None
+        return a if a in candidates else None
+    return candidates[-1] if candidates else None

@@ -1,0 +1,80 @@
+"""A choice that rounding decides (top-k routing in a mixture of experts) is told from a faulty call.
+
+The dumps are real msprobe dumps of a small MoE layer, float32 golden against a bf16 target with no
+fault (tests/data/msprobe_moe_router/README.md): one token's two best experts swap under bf16 rounding.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from acc_agent.models.compare import CompareDumpsOutput
+from acc_agent.numerics.diagnosis.selection import _axis
+from acc_agent.registry import call_tool
+from acc_agent.render.tooltext import english_words, to_zh
+
+DATA = Path(__file__).parent / "data" / "msprobe_moe_router"
+
+
+def _compare(mode: str, target: str = "target") -> CompareDumpsOutput:
+    out = call_tool("compare_dumps", {"golden": str(DATA / mode / "golden"), "target": str(DATA / mode / target),
+                                      "workers": 1})
+    assert isinstance(out, CompareDumpsOutput) and out.diagnosis is not None and out.first_divergence is not None
+    texts = [out.diagnosis.explanation, out.first_divergence.reason, *out.diagnosis.next_actions]
+    assert [english_words(to_zh(t)) for t in texts if english_words(to_zh(t))] == []
+    return out
+
+
+def test_a_swapped_choice_is_checked_against_the_inputs_difference_on_tensors() -> None:
+    out = _compare("tensor")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert diag.category == "precision_accumulation"
+    assert (fd.module, fd.name) == ("Torch.topk.0.forward", "Torch.topk.0.forward.output.1")
+    d = diag.details
+    assert (d["choices_differing"], d["choices"]) == (1, 64)
+    gap, diff = d["largest_gap"], d["input_difference"]
+    assert isinstance(gap, float) and isinstance(diff, float) and 0.0 < gap <= 2 * diff
+    assert "at 1 of 64 positions (output.1)" in fd.reason and "rounding decides the choice" in fd.reason
+    assert not any("tensor mode" in a for a in diag.next_actions)  # it was measured: no re-dump asked for
+    assert any("float32" in a for a in diag.next_actions)
+    assert out.verdict == "fail"  # the calls after it differ: that is reported, with its cause
+
+
+def test_a_choice_rounding_does_not_explain_stays_a_fault_of_the_call() -> None:
+    out = _compare("tensor", "target_topk_wrong")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert (diag.category, fd.module) == ("operator_fault", "Torch.topk.0.forward")
+    assert "selection_call" not in diag.details
+
+
+def test_on_statistics_the_swap_shows_as_another_row_count_after_the_choice() -> None:
+    out = _compare("stats")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert (diag.category, fd.module, fd.enters_through) == ("precision_accumulation", "Torch.topk.0.forward",
+                                                              "operator")
+    assert diag.details["shows_at"] == "Functional.linear.3.forward.input.0"
+    assert diag.details["element_counts"] == {"golden": 280, "target": 288}
+    assert "holds 288 elements on the target and 280 on the golden" in fd.reason
+    assert "only Max and Min of integer and bool tensors" in diag.explanation
+    assert any("tensor mode" in a for a in diag.next_actions)
+
+
+def test_on_md5_the_differing_digest_of_the_choice_is_not_called_a_mismatch() -> None:
+    out = _compare("md5")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert (diag.category, fd.name) == ("precision_accumulation", "Torch.topk.0.forward.output.1")
+    assert "md5 digests tell only that the choices differ" in diag.explanation
+
+
+def test_the_choice_axis_is_read_from_the_shapes_or_the_dim_given() -> None:
+    assert _axis((64, 3), (64, 1), None) == 1  # topk(k=1) over the last axis
+    assert _axis((64, 3), (64,), None) == 1  # argmax(dim=-1) without keepdim
+    assert _axis((4, 5, 6), (4, 2, 6), None) == 1
+    assert _axis((4, 5, 6), (4, 5, 6), 1) == 1  # sort: every axis fits, the dim given decides
+    assert _axis((4, 5, 6), (4, 5, 6), -1) == 2
+    assert _axis((4, 5), (3, 5), 1) is None  # the dim given does not fit the shapes
+    assert _axis((), (), None) is None
