@@ -56,10 +56,29 @@ def test_on_statistics_the_swap_shows_as_another_row_count_after_the_choice() ->
     assert (diag.category, fd.module, fd.enters_through) == ("precision_accumulation", "Torch.topk.0.forward",
                                                               "operator")
     assert diag.details["shows_at"] == "Functional.linear.3.forward.input.0"
-    assert diag.details["element_counts"] == {"golden": 280, "target": 288}
-    assert "holds 288 elements on the target and 280 on the golden" in fd.reason
+    assert diag.details["row_counts"] == {"golden": 35, "target": 36}
+    assert "holds 36 rows on the target and 35 on the golden" in fd.reason
     assert "only Max and Min of integer and bool tensors" in diag.explanation
     assert any("tensor mode" in a for a in diag.next_actions)
+
+
+def test_in_a_training_step_the_rows_picked_are_not_taken_for_a_weight() -> None:
+    # in a training forward a tensor no dumped call made needs a gradient, like a weight
+    out = _compare("stats_train")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert (diag.category, fd.module) == ("precision_accumulation", "Torch.topk.0.forward")
+    assert diag.details["row_counts"] == {"golden": 35, "target": 36}
+    assert not any("checkpoint" in a for a in diag.next_actions)
+
+
+def test_rows_dropped_while_the_choice_has_exact_inputs_stay_a_fault_where_they_enter() -> None:
+    out = _compare("stats_token_dropped")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert (diag.category, fd.module, fd.enters_through, fd.argument) == (
+        "operator_fault", "Functional.linear.2.forward", "argument", "input.0")
+    assert "selection_call" not in diag.details
 
 
 def test_on_md5_the_differing_digest_of_the_choice_is_not_called_a_mismatch() -> None:

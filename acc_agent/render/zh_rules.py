@@ -288,6 +288,7 @@ RULES: list[tuple[str, str]] = [
      "一个张量远超精度，但接收它的后续调用拿到的是 golden 数据：是对比或布局不匹配，而不是计算出错"),
     (r"a tensor is far beyond precision but the network's final outputs agree: a comparison/layout mismatch rather "
      r"than a computation that went wrong", "一个张量远超精度，但网络最终输出一致：是对比或布局不匹配，而不是计算出错"),
+    (r"^relative (?:L2 )?error not comparable$", "相对误差无法比较"),
     (r"^relative (?:L2 )?error (?P<e>\S+)$", "相对 L2 误差 {e}"),
     (r"^statistics differ by (?P<e>\S+)$", "统计量相差 {e}"),
 
@@ -534,10 +535,10 @@ RULES: list[tuple[str, str]] = [
      r"up to (?P<bound>\S+) apart, so rounding decides the choice",
      "{op} 在 {n} 个位置中的 {d} 个（{arg}）选出的元素与 golden 不同，而其输入在精度范围内（相对误差 {err}）：在每个这样的位置上，"
      "golden 的两个候选值最多相差 {gap}，而两侧输入在该处最多相差 {diff}，足以交换相差不超过 {bound} 的两个值，因此选择由舍入决定"),
-    (r"(?P<shows>\S+) holds (?P<nt>\d+) elements on the target and (?P<ng>\d+) on the golden: a selection no dumped "
+    (r"(?P<shows>\S+) holds (?P<nt>\d+) rows on the target and (?P<ng>\d+) on the golden: a selection no dumped "
      r"call made picks other elements, and the choice behind it \((?P<op>\S+), (?P<arg>[^)]+)\) is made from inputs "
      r"within precision \((?P<err>\S+) relative\)",
-     "{shows} 在目标侧有 {nt} 个元素，在 golden 侧有 {ng} 个：一次未被 dump 的选取挑出了不同的元素，而它所依据的选择"
+     "{shows} 在目标侧有 {nt} 行，在 golden 侧有 {ng} 行：一次未被 dump 的选取挑出了不同的元素，而它所依据的选择"
      "（{op}，{arg}）由精度范围内的输入（相对误差 {err}）算出"),
     (r"(?P<op>\S+) returns another (?P<arg>\S+) from inputs within precision \((?P<err>\S+) relative\): a choice "
      r"between nearly equal values, which rounding can decide the other way",

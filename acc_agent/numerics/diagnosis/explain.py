@@ -555,7 +555,7 @@ def precision_selection(sel: PrecisionSelection, base: JudgementFields) -> tuple
                   f"{fmt(check.input_difference)} there, enough to swap values up to {fmt(2 * check.input_difference)} "
                   "apart, so rounding decides the choice")
     elif counts is not None:
-        reason = (f"{sel.shows_at.name} holds {counts[1]} elements on the target and {counts[0]} on the golden: a "
+        reason = (f"{sel.shows_at.name} holds {counts[1]} rows on the target and {counts[0]} on the golden: a "
                   f"selection no dumped call made picks other elements, and the choice behind it ({op}, "
                   f"{choice.arg}) is made from inputs within precision ({err} relative)")
     else:
@@ -588,7 +588,7 @@ def precision_selection(sel: PrecisionSelection, base: JudgementFields) -> tuple
     details: dict[str, object] = {"selection_call": op, "selection_output": choice.name,
                                   "selection_inputs_error": sel.inputs_error, "shows_at": sel.shows_at.name}
     if counts is not None:
-        details["element_counts"] = {"golden": counts[0], "target": counts[1]}
+        details["row_counts"] = {"golden": counts[0], "target": counts[1]}
     if check is not None:
         details.update(choices_differing=check.differing, choices=check.total, largest_gap=check.largest_gap,
                        input_difference=check.input_difference)

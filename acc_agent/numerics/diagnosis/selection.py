@@ -56,7 +56,7 @@ class PrecisionSelection:
     choice: Tensor  # its integer or bool output
     inputs_error: float  # the largest error of its float inputs (within precision, not zero)
     shows_at: Tensor  # the choice itself, or a later tensor holding another number of elements
-    counts: tuple[int, int] | None  # (golden, target) elements of ``shows_at`` when they differ
+    counts: tuple[int, int] | None  # (golden, target) rows of ``shows_at`` when they differ
     check: ChoiceCheck | None  # measured on the recorded tensors, where they were
     followed: bool = True  # calls of the pass come after the choice (they work on what it chose)
 
@@ -77,14 +77,16 @@ def precision_selection(finding: Finding, graph: Graph, direction: str, golden: 
         followed = any(n.pos > t.node.pos and n.computing and n.direction == direction for n in graph.nodes)
         return PrecisionSelection(t.node, t, error, t, None, check if isinstance(check, ChoiceCheck) else None,
                                   followed)
-    if finding.enters == "argument" and t.producer is None and t.leaf == "other":
-        counts = _counts(t)
+    # in a training forward a tensor no dumped call made that needs a gradient reads as a parameter (see graph)
+    if finding.enters == "argument" and t.producer is None and t.leaf in ("other", "parameter"):
+        counts = _row_counts(t)
         if counts is None:
             return None
+        rows = max(counts)
         for node in reversed([n for n in graph.nodes if n.pos < finding.node.pos and n.computing
                               and n.direction == direction]):
-            choices = [o for o in node.outputs if _integer(o)]
-            if not choices or any(o.beyond for o in choices):
+            choices = [o for o in node.outputs if _integer(o) and rows <= _choices(o)]
+            if not choices or any(o.beyond for o in node.outputs if _integer(o)):
                 continue
             error = _deciding_error(node)
             if error is not None:
@@ -106,15 +108,21 @@ def _deciding_error(node: Node) -> float | None:
     return max(errors)
 
 
-def _counts(t: Tensor) -> tuple[int, int] | None:
-    """(golden, target) element counts of ``t`` when they differ by a small share."""
+def _row_counts(t: Tensor) -> tuple[int, int] | None:
+    """(golden, target) rows of ``t`` when the two sides differ in their first axis only, by a small share: rows
+    picked by a choice. A weight padded to another size differs the same way, but holds more rows than there are
+    choices (see the caller)."""
     g, x = t.row.golden_shape, t.row.target_shape
-    if g is None or x is None:
+    if not g or not x or len(g) != len(x) or g[1:] != x[1:] or g[0] == x[0]:
         return None
-    ng, nx = math.prod(g), math.prod(x)
-    if ng == nx or max(ng, nx) == 0 or abs(ng - nx) > MAX_COUNT_SHARE * max(ng, nx):
+    if abs(g[0] - x[0]) > MAX_COUNT_SHARE * max(g[0], x[0]):
         return None
-    return ng, nx
+    return g[0], x[0]
+
+
+def _choices(t: Tensor) -> int:
+    shape = t.row.golden_shape or t.row.target_shape
+    return math.prod(shape) if shape is not None else 0
 
 
 def _check(node: Node, choice: Tensor, golden: Dump | None, target: Dump | None) -> ChoiceCheck | bool:
