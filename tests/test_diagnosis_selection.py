@@ -97,3 +97,18 @@ def test_the_choice_axis_is_read_from_the_shapes_or_the_dim_given() -> None:
     assert _axis((4, 5, 6), (4, 5, 6), -1) == 2
     assert _axis((4, 5), (3, 5), 1) is None  # the dim given does not fit the shapes
     assert _axis((), (), None) is None
+
+
+def test_a_mild_jump_fed_by_integers_a_choice_made_is_not_called_a_faulty_call() -> None:
+    # greedy decoding in bf16: the argmax ids of step 1 feed step 2, and statistics show only their Max and Min
+    data = Path(__file__).parent / "data" / "msprobe_greedy_decode"
+    out = call_tool("compare_dumps", {"golden": str(data / "golden"), "target": str(data / "target"), "workers": 1})
+    assert isinstance(out, CompareDumpsOutput)
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert (diag.category, fd.module) == ("precision_accumulation", "Torch.argmax.0.forward")
+    assert diag.details["selection_unseen_through"] == "Functional.embedding.1.forward.input.0"
+    assert diag.details["shows_at"] == "Functional.gelu.1.forward.output.0"
+    assert "need not be at fault" in diag.explanation and "only just" in fd.reason
+    texts = [diag.explanation, fd.reason, *diag.next_actions]
+    assert [english_words(to_zh(t)) for t in texts if english_words(to_zh(t))] == []

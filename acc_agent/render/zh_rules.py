@@ -552,6 +552,17 @@ RULES: list[tuple[str, str]] = [
      r"decides the other way \(top-k routing in a mixture of experts, argmax, a threshold\) explain it\.",
      "两次运行在一次选择处分道扬镳，而不是某个调用出错：{t_reason}。目标侧的舍入把近似平局判向另一边（混合专家模型中的 top-k "
      "路由、argmax、阈值）即可解释。"),
+    (r"(?P<key>\S+) is (?P<x>\S+)x beyond precision, only just, and its data comes through (?P<leaf>\S+): integers "
+     r"recorded with the same Max and Min as (?P<op>\S+) (?P<arg>\S+), a choice made from inputs within precision "
+     r"\((?P<err>\S+) relative\); msprobe's statistics hold only Max and Min of integer tensors, so whether the two "
+     r"runs chose the same cannot be seen",
+     "{key} 仅略微超出精度（允许误差的 {x} 倍），其数据来自 {leaf}：这些整数记录的 Max 和 Min 与 {op} 的 {arg} 相同，而后者是由"
+     "精度范围内的输入（相对误差 {err}）做出的选择；msprobe 的统计量对整数张量只记录 Max 和 Min，因此看不出两次运行是否做出了相同的选择"),
+    (r"The runs may part ways at a choice rather than at a faulty call: (?P<t_reason>.+?)\. Near-ties that the "
+     r"target's rounding decides the other way \(top-k routing in a mixture of experts, argmax, a threshold\) move "
+     r"the tensors after it by about this much, so (?P<key>\S+) need not be at fault\.",
+     "两次运行可能是在一次选择处分道扬镳，而不是某个调用出错：{t_reason}。目标侧的舍入把近似平局判向另一边（混合专家模型中的 "
+     "top-k 路由、argmax、阈值），会使其后的张量偏离大约这么多，因此 {key} 未必有错。"),
     (r"msprobe's statistics hold only Max and Min of integer and bool tensors, so the choices themselves cannot be "
      r"compared here\.",
      "msprobe 的统计量对整数和布尔张量只记录 Max 和 Min，因此这里无法直接比较这些选择本身。"),

@@ -544,36 +544,53 @@ def golden_overflow(f: Finding, base: JudgementFields) -> tuple[FirstDivergence,
     return fd, diag
 
 
+def _selection_reason(sel: PrecisionSelection) -> str:
+    op, choice, err, check, counts = sel.node.key, sel.choice, fmt(sel.inputs_error), sel.check, sel.counts
+    if sel.unseen is not None:
+        return (f"{sel.shows_at.key} is {fmt(sel.shows_at.excess)}x beyond precision, only just, and its data comes "
+                f"through {sel.unseen.name}: integers recorded with the same Max and Min as {op} {choice.arg}, a choice "
+                f"made from inputs within precision ({err} relative); msprobe's statistics hold only Max and Min of "
+                "integer tensors, so whether the two runs chose the same cannot be seen")
+    if check is not None:
+        return (f"{op} chooses other elements than the golden's at {check.differing} of {check.total} positions "
+                f"({choice.arg}) from inputs within precision ({err} relative): at every one of them the golden's "
+                f"two candidates lie {fmt(check.largest_gap)} apart at most, while the runs' inputs differ by up to "
+                f"{fmt(check.input_difference)} there, enough to swap values up to {fmt(2 * check.input_difference)} "
+                "apart, so rounding decides the choice")
+    if counts is not None:
+        return (f"{sel.shows_at.name} holds {counts[1]} rows on the target and {counts[0]} on the golden: a "
+                f"selection no dumped call made picks other elements, and the choice behind it ({op}, "
+                f"{choice.arg}) is made from inputs within precision ({err} relative)")
+    return (f"{op} returns another {choice.arg} from inputs within precision ({err} relative): a choice between "
+            "nearly equal values, which rounding can decide the other way")
+
+
+def _selection_explanation(sel: PrecisionSelection, reason: str) -> str:
+    near_ties = ("Near-ties that the target's rounding decides the other way (top-k routing in a mixture of experts, "
+                 "argmax, a threshold)")
+    if sel.unseen is not None:
+        return (f"The runs may part ways at a choice rather than at a faulty call: {reason}. {near_ties} move the "
+                f"tensors after it by about this much, so {sel.shows_at.key} need not be at fault.")
+    text = (f"The runs part ways at a choice, not at a faulty call: {reason}. {near_ties} explain "
+            + ("it, and every call after it works on other elements, so their differences follow from this choice."
+               if sel.followed else "it."))
+    if sel.check is not None:
+        return text
+    if sel.choice.m.measure == "md5":
+        return text + (" Their md5 digests tell only that the choices differ: whether rounding explains each one was "
+                       "not measured (no tensor data).")
+    if sel.choice.m.measure != "tensor":
+        return text + (" msprobe's statistics hold only Max and Min of integer and bool tensors, so the choices "
+                       "themselves cannot be compared here.")
+    return text + (f" Whether rounding explains each differing choice was not measured ({sel.node.key} is not a "
+                   "top-k, sort or argmax whose choices can be checked against its inputs).")
+
+
 def precision_selection(sel: PrecisionSelection, base: JudgementFields) -> tuple[FirstDivergence, Diagnosis]:
     """A choice (top-k, argmax, a threshold) that rounding decides: the runs part ways there, no call is at fault."""
-    op, choice, err = sel.node.key, sel.choice, fmt(sel.inputs_error)
-    check, counts = sel.check, sel.counts
-    if check is not None:
-        reason = (f"{op} chooses other elements than the golden's at {check.differing} of {check.total} positions "
-                  f"({choice.arg}) from inputs within precision ({err} relative): at every one of them the golden's "
-                  f"two candidates lie {fmt(check.largest_gap)} apart at most, while the runs' inputs differ by up to "
-                  f"{fmt(check.input_difference)} there, enough to swap values up to {fmt(2 * check.input_difference)} "
-                  "apart, so rounding decides the choice")
-    elif counts is not None:
-        reason = (f"{sel.shows_at.name} holds {counts[1]} rows on the target and {counts[0]} on the golden: a "
-                  f"selection no dumped call made picks other elements, and the choice behind it ({op}, "
-                  f"{choice.arg}) is made from inputs within precision ({err} relative)")
-    else:
-        reason = (f"{op} returns another {choice.arg} from inputs within precision ({err} relative): a choice between "
-                  "nearly equal values, which rounding can decide the other way")
-    explanation = (f"The runs part ways at a choice, not at a faulty call: {reason}. Near-ties that the target's "
-                   "rounding decides the other way (top-k routing in a mixture of experts, argmax, a threshold) explain "
-                   + ("it, and every call after it works on other elements, so their differences follow from this "
-                      "choice." if sel.followed else "it."))
-    if check is None and choice.m.measure == "md5":
-        explanation += (" Their md5 digests tell only that the choices differ: whether rounding explains each one was "
-                        "not measured (no tensor data).")
-    elif check is None and choice.m.measure != "tensor":
-        explanation += (" msprobe's statistics hold only Max and Min of integer and bool tensors, so the choices "
-                        "themselves cannot be compared here.")
-    elif check is None:
-        explanation += (f" Whether rounding explains each differing choice was not measured ({op} is not a top-k, "
-                        "sort or argmax whose choices can be checked against its inputs).")
+    op, choice, check, counts = sel.node.key, sel.choice, sel.check, sel.counts
+    reason = _selection_reason(sel)
+    explanation = _selection_explanation(sel, reason)
     actions = [] if check is not None else [
         f"Dump {op} in tensor mode on both runs (msprobe task 'tensor' with this API in its 'list') and compare "
         "again: each differing choice is then checked against its inputs' difference."]
@@ -587,6 +604,8 @@ def precision_selection(sel: PrecisionSelection, base: JudgementFields) -> tuple
                          enters_through="operator")
     details: dict[str, object] = {"selection_call": op, "selection_output": choice.name,
                                   "selection_inputs_error": sel.inputs_error, "shows_at": sel.shows_at.name}
+    if sel.unseen is not None:
+        details["selection_unseen_through"] = sel.unseen.name
     if counts is not None:
         details["row_counts"] = {"golden": counts[0], "target": counts[1]}
     if check is not None:

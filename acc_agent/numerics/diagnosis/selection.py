@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 INDEX_CHOICES = {"topk": 2, "sort": 1, "argsort": 1, "argmax": 1, "argmin": 1, "max": 1, "min": 1, "kthvalue": 2}
 #: A row count that differs by more than this share is not a few near-ties flipping.
 MAX_COUNT_SHARE = 0.25
+#: A first divergence at most this many times beyond precision may come from a choice its statistics cannot show.
+MILD_EXCESS = 10.0
+#: Calls walked back from the first divergence when looking for an integer input a choice made.
+_MAX_WALKED = 4096
 #: Tensors above this many elements are not loaded for the check.
 _MAX_ELEMENTS = 1 << 24
 
@@ -59,6 +63,9 @@ class PrecisionSelection:
     counts: tuple[int, int] | None  # (golden, target) rows of ``shows_at`` when they differ
     check: ChoiceCheck | None  # measured on the recorded tensors, where they were
     followed: bool = True  # calls of the pass come after the choice (they work on what it chose)
+    # statistics only: the integer input, no dumped call's output, through which the choice plausibly reaches
+    # ``shows_at`` (its recorded Max and Min are the choice's; msprobe records no more of integer tensors)
+    unseen: Tensor | None = None
 
 
 def precision_selection(finding: Finding, graph: Graph, direction: str, golden: Dump | None,
@@ -91,7 +98,60 @@ def precision_selection(finding: Finding, graph: Graph, direction: str, golden: 
             error = _deciding_error(node)
             if error is not None:
                 return PrecisionSelection(node, choices[0], error, t, counts, None)
+    return _behind_unseen_choice(finding, graph, direction)
+
+
+def _behind_unseen_choice(finding: Finding, graph: Graph, direction: str) -> PrecisionSelection | None:
+    """A mild first divergence on statistics whose data comes through integers an earlier choice plausibly made.
+
+    Greedy decoding feeds each step the argmax of the last: when a near-tie swaps one token, the next step's ids
+    still have the same Max and Min, all msprobe records of them, and the difference first shows a little
+    beyond precision a few calls later."""
+    t = finding.tensor
+    if finding.enters != "operator" or t.strict or t.gross or t.m.measure != "statistics" or t.node is None \
+            or not t.excess <= MILD_EXCESS:
+        return None
+    for leaf in _integer_leaves_upstream(t.node):
+        for node in reversed([n for n in graph.nodes if n.pos < leaf.pos and n.computing
+                              and n.direction == direction]):
+            choices = [o for o in node.outputs if _integer(o) and _same_record(o, leaf)]
+            if not choices or any(o.beyond for o in node.outputs if _integer(o)):
+                continue
+            error = _deciding_error(node)
+            if error is not None:
+                return PrecisionSelection(node, choices[0], error, t, None, None, unseen=leaf)
     return None
+
+
+def _integer_leaves_upstream(start: Node) -> list[Tensor]:
+    """Integer inputs no dumped call produced, whose statistics hold no Mean or Norm, from ``start`` back."""
+    found: list[Tensor] = []
+    seen = {id(start)}
+    todo = [start]
+    while todo and len(seen) < _MAX_WALKED:
+        node = todo.pop()
+        for x in node.inputs:
+            if x.producer is None:
+                if _integer(x) and x.leaf != "data" and not _has_sums(x):
+                    found.append(x)
+            elif x.producer.node is not None and id(x.producer.node) not in seen:
+                seen.add(id(x.producer.node))
+                todo.append(x.producer.node)
+    return sorted(found, key=lambda x: -x.pos)
+
+
+def _has_sums(t: Tensor) -> bool:
+    stats = t.row.__dict__.get("golden_stats") or {}
+    return stats.get("Mean") is not None or stats.get("Norm") is not None
+
+
+def _same_record(out: Tensor, leaf: Tensor) -> bool:
+    """Same golden shape, dtype and recorded Max/Min (not one value everywhere): plausibly the same tensor."""
+    a, b = out.row.__dict__, leaf.row.__dict__
+    sa, sb = a.get("golden_stats") or {}, b.get("golden_stats") or {}
+    mx, mn = sa.get("Max"), sa.get("Min")
+    return (a.get("golden_shape") == b.get("golden_shape") and a.get("golden_dtype") == b.get("golden_dtype")
+            and mx is not None and mn is not None and mx != mn and (mx, mn) == (sb.get("Max"), sb.get("Min")))
 
 
 def _integer(t: Tensor) -> bool:
