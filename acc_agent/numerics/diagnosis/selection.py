@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 
 #: Calls that return the positions of chosen elements along one axis, with the positional place of ``dim``.
 INDEX_CHOICES = {"topk": 2, "sort": 1, "argsort": 1, "argmax": 1, "argmin": 1, "max": 1, "min": 1, "kthvalue": 2}
+#: Calls whose output is drawn at random: another draw is the random-number generator's, not rounding's.
+RANDOM_CALLS = frozenset({"multinomial", "bernoulli", "randint", "randint_like", "randperm", "rand", "rand_like",
+                          "randn", "randn_like", "normal", "poisson", "dropout", "dropout1d", "dropout2d", "dropout3d",
+                          "alpha_dropout", "feature_alpha_dropout", "gumbel_softmax"})
 #: A row count that differs by more than this share is not a few near-ties flipping.
 MAX_COUNT_SHARE = 0.25
 #: A first divergence at most this many times beyond precision may come from a choice its statistics cannot show.
@@ -160,7 +164,10 @@ def _integer(t: Tensor) -> bool:
 
 
 def _deciding_error(node: Node) -> float | None:
-    """The largest error of the call's float inputs when all are within precision and one is not exact."""
+    """The largest error of the call's float inputs when all are within precision and one is not exact (None for a
+    call that draws at random)."""
+    if api_name(node.key) in RANDOM_CALLS:
+        return None
     floats = [x for x in node.inputs if x.m.dtype is not None and budgets.is_float(x.m.dtype)]
     errors = [x.err for x in floats if x.err is not None and math.isfinite(x.err)]
     if not errors or any(x.beyond for x in floats) or max(errors) <= 0.0:
