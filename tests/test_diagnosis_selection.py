@@ -112,3 +112,14 @@ def test_a_mild_jump_fed_by_integers_a_choice_made_is_not_called_a_faulty_call()
     assert "need not be at fault" in diag.explanation and "only just" in fd.reason
     texts = [diag.explanation, fd.reason, *diag.next_actions]
     assert [english_words(to_zh(t)) for t in texts if english_words(to_zh(t))] == []
+
+
+def test_a_random_draw_is_not_taken_for_a_choice_rounding_decides() -> None:
+    data = Path(__file__).parent / "data" / "msprobe_sampling"
+    out = call_tool("compare_dumps", {"golden": str(data / "golden"), "target": str(data / "target"), "workers": 1})
+    assert isinstance(out, CompareDumpsOutput)
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert (diag.category, fd.module) == ("operator_fault", "Torch.multinomial.0.forward")
+    assert "selection_call" not in diag.details
+    assert any("a random operator is not a migration fault" in a for a in diag.next_actions)
