@@ -123,3 +123,31 @@ def test_a_random_draw_is_not_taken_for_a_choice_rounding_decides() -> None:
     assert (diag.category, fd.module) == ("operator_fault", "Torch.multinomial.0.forward")
     assert "selection_call" not in diag.details
     assert any("a random operator is not a migration fault" in a for a in diag.next_actions)
+
+
+def _threshold(target: str) -> CompareDumpsOutput:
+    data = Path(__file__).parent / "data" / "msprobe_threshold_mask"
+    out = call_tool("compare_dumps", {"golden": str(data / "golden"), "target": str(data / target), "workers": 1})
+    assert isinstance(out, CompareDumpsOutput)
+    return out
+
+
+def test_a_mask_rounding_moves_across_its_threshold_is_checked_value_by_value() -> None:
+    out = _threshold("target")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert (diag.category, fd.module) == ("precision_accumulation", "Tensor.__gt__.0.forward")
+    assert (diag.details["choices_differing"], diag.details["choices"]) == (2, 2048)
+    gap, moved = diag.details["largest_gap"], diag.details["input_difference"]
+    assert isinstance(gap, float) and isinstance(moved, float) and 0.0 < gap <= moved
+    assert "gives another mask than the golden's at 2 of 2048 positions" in fd.reason
+    texts = [diag.explanation, fd.reason, *diag.next_actions]
+    assert [english_words(to_zh(t)) for t in texts if english_words(to_zh(t))] == []
+
+
+def test_a_mask_flipped_far_from_its_threshold_stays_a_fault_of_the_comparison() -> None:
+    out = _threshold("target_wrong")
+    fd, diag = out.first_divergence, out.diagnosis
+    assert fd is not None and diag is not None
+    assert (diag.category, fd.module) == ("operator_fault", "Tensor.__gt__.0.forward")
+    assert "selection_call" not in diag.details

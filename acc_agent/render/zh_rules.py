@@ -563,6 +563,12 @@ RULES: list[tuple[str, str]] = [
      r"the tensors after it by about this much, so (?P<key>\S+) need not be at fault\.",
      "两次运行可能是在一次选择处分道扬镳，而不是某个调用出错：{t_reason}。目标侧的舍入把近似平局判向另一边（混合专家模型中的 "
      "top-k 路由、argmax、阈值），会使其后的张量偏离大约这么多，因此 {key} 未必有错。"),
+    (r"(?P<op>\S+) gives another mask than the golden's at (?P<d>\d+) of (?P<n>\d+) positions \((?P<arg>[^)]+)\) from "
+     r"inputs within precision \((?P<err>\S+) relative\): at every one of them the golden's value lies (?P<gap>\S+) at "
+     r"most from its threshold, closer than the two runs' operands differ there \(up to (?P<diff>\S+)\), so rounding "
+     r"decides the comparison",
+     "{op} 在 {n} 个位置中的 {d} 个（{arg}）给出的掩码与 golden 不同，而其输入在精度范围内（相对误差 {err}）：在每个这样的位置上，"
+     "golden 的值与阈值最多相差 {gap}，小于两次运行的操作数在该处的差异（最多 {diff}），因此比较结果由舍入决定"),
     (r"msprobe's statistics hold only Max and Min of integer and bool tensors, so the choices themselves cannot be "
      r"compared here\.",
      "msprobe 的统计量对整数和布尔张量只记录 Max 和 Min，因此这里无法直接比较这些选择本身。"),

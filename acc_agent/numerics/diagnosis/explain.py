@@ -551,6 +551,11 @@ def _selection_reason(sel: PrecisionSelection) -> str:
                 f"through {sel.unseen.name}: integers recorded with the same Max and Min as {op} {choice.arg}, a choice "
                 f"made from inputs within precision ({err} relative); msprobe's statistics hold only Max and Min of "
                 "integer tensors, so whether the two runs chose the same cannot be seen")
+    if check is not None and check.threshold:
+        return (f"{op} gives another mask than the golden's at {check.differing} of {check.total} positions "
+                f"({choice.arg}) from inputs within precision ({err} relative): at every one of them the golden's value "
+                f"lies {fmt(check.largest_gap)} at most from its threshold, closer than the two runs' operands differ "
+                f"there (up to {fmt(check.input_difference)}), so rounding decides the comparison")
     if check is not None:
         return (f"{op} chooses other elements than the golden's at {check.differing} of {check.total} positions "
                 f"({choice.arg}) from inputs within precision ({err} relative): at every one of them the golden's "

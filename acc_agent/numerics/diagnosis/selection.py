@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 #: Calls that return the positions of chosen elements along one axis, with the positional place of ``dim``.
 INDEX_CHOICES = {"topk": 2, "sort": 1, "argsort": 1, "argmax": 1, "argmin": 1, "max": 1, "min": 1, "kthvalue": 2}
+#: Comparisons that turn floats into a mask (``x > threshold``).
+COMPARISONS = frozenset({"gt", "lt", "ge", "le", "__gt__", "__lt__", "__ge__", "__le__", "greater", "less",
+                         "greater_equal", "less_equal"})
 #: Calls whose output is drawn at random: another draw is the random-number generator's, not rounding's.
 RANDOM_CALLS = frozenset({"multinomial", "bernoulli", "randint", "randint_like", "randperm", "rand", "rand_like",
                           "randn", "randn_like", "normal", "poisson", "dropout", "dropout1d", "dropout2d", "dropout3d",
@@ -52,8 +55,9 @@ class ChoiceCheck:
 
     differing: int  # positions where the two runs chose another element
     total: int
-    largest_gap: float  # the golden's largest distance between the two chosen candidates
-    input_difference: float  # the largest input difference in the slices concerned
+    largest_gap: float  # the golden's largest distance between the two chosen candidates (or value and threshold)
+    input_difference: float  # the largest input difference in the slices concerned (in both operands' at a threshold)
+    threshold: bool = False  # a comparison against a threshold, not an ordering
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,8 +201,12 @@ def _check(node: Node, choice: Tensor, golden: Dump | None, target: Dump | None)
     explain them."""
     name = api_name(node.key)
     source = next((x for x in node.inputs if x.m.dtype is not None and budgets.is_float(x.m.dtype)), None)
-    if golden is None or target is None or name not in INDEX_CHOICES or source is None \
-            or choice.m.measure != "tensor" or source.m.measure != "tensor":
+    if golden is None or target is None or source is None or choice.m.measure != "tensor" \
+            or source.m.measure != "tensor":
+        return True
+    if name in COMPARISONS:
+        return _check_comparison(node, choice, golden, target)
+    if name not in INDEX_CHOICES:
         return True
     try:
         xg, xt = _load(golden, source, "golden"), _load(target, source, "target")
@@ -229,6 +237,50 @@ def _check(node: Node, choice: Tensor, golden: Dump | None, target: Dump | None)
     if not bool(np.all(gaps <= bounds * (1.0 + 1e-9))):
         return False
     return ChoiceCheck(int(differ.sum()), int(ig.size), float(gaps.max()), float(bounds.max() / 2.0))
+
+
+def _check_comparison(node: Node, mask: Tensor, golden: Dump, target: Dump) -> ChoiceCheck | bool:
+    """``x > y`` (or <, >=, <=): where the masks differ, the golden's x and y must be closer than the runs' x and y
+    differ there; y is the second tensor input or, when the threshold is a number, that number on both sides."""
+    tensors = [x for x in node.inputs if x.m.measure == "tensor"]
+    try:
+        xg, xt = _load(golden, tensors[0], "golden"), _load(target, tensors[0], "target")
+        mg, mt = _load(golden, mask, "golden"), _load(target, mask, "target")
+        yg: Array | float | None
+        yt: Array | float | None
+        if len(tensors) > 1:
+            yg, yt = _load(golden, tensors[1], "golden"), _load(target, tensors[1], "target")
+        else:
+            yg = yt = _threshold(node, golden)
+    except Exception:  # noqa: BLE001 - an unreadable tensor: its row already says so
+        return True
+    if xg is None or xt is None or mg is None or mt is None or yg is None or yt is None:
+        return True
+    try:
+        x_g, x_t = np.broadcast_arrays(xg.astype(np.float64), xt.astype(np.float64))
+        y_g, y_t = np.broadcast_to(np.asarray(yg, np.float64), x_g.shape), np.broadcast_to(np.asarray(yt, np.float64),
+                                                                                          x_g.shape)
+        differ = np.asarray(mg != mt)
+        if differ.shape != x_g.shape:
+            return True
+    except ValueError:  # shapes that do not broadcast: nothing to check on
+        return True
+    with np.errstate(invalid="ignore"):
+        gap = np.abs(x_g - y_g)[differ]
+        moved = (np.abs(x_t - x_g) + np.abs(y_t - y_g))[differ]
+    if not gap.size:
+        return True
+    if not bool(np.all(gap <= moved * (1.0 + 1e-9))):
+        return False
+    return ChoiceCheck(int(differ.sum()), int(differ.size), float(gap.max()), float(moved.max()), threshold=True)
+
+
+def _threshold(node: Node, dump: Dump) -> float | None:
+    """The number a comparison was given as its second argument, as the dump recorded it."""
+    for s in getattr(dump, "scalars", {}).get(node.key, []):
+        if s.name in (f"{node.key}.input.1", f"{node.key}.input.other") and type(s.value) in (int, float):
+            return float(s.value)
+    return None
 
 
 def _load(dump: Dump, t: Tensor, side: str) -> Array | None:
