@@ -1,7 +1,11 @@
-"""A choice that rounding decides (top-k routing in a mixture of experts) is told from a faulty call.
+"""A choice that rounding decides (top-k routing in a mixture of experts, argmax, a threshold) is told from a
+faulty call.
 
-The dumps are real msprobe dumps of a small MoE layer, float32 golden against a bf16 target with no
-fault (tests/data/msprobe_moe_router/README.md): one token's two best experts swap under bf16 rounding.
+The dumps are real msprobe dumps, float32 golden against a bf16 target with no fault unless the test says
+otherwise: a small MoE layer whose router swaps one token's two best experts under bf16 rounding
+(tests/data/msprobe_moe_router), greedy decoding (msprobe_greedy_decode), a gated MLP whose mask flips
+at its threshold (msprobe_threshold_mask) and a multinomial draw (msprobe_sampling); each folder's
+README says how it was made.
 """
 
 from __future__ import annotations
@@ -9,26 +13,26 @@ from __future__ import annotations
 from pathlib import Path
 
 from acc_agent.models.compare import CompareDumpsOutput
+from acc_agent.models.diagnosis import Diagnosis, FirstDivergence
 from acc_agent.numerics.diagnosis.selection import _axis
 from acc_agent.registry import call_tool
 from acc_agent.render.tooltext import english_words, to_zh
 
-DATA = Path(__file__).parent / "data" / "msprobe_moe_router"
+DATA = Path(__file__).parent / "data"
+MOE = DATA / "msprobe_moe_router"
 
 
-def _compare(mode: str, target: str = "target") -> CompareDumpsOutput:
-    out = call_tool("compare_dumps", {"golden": str(DATA / mode / "golden"), "target": str(DATA / mode / target),
-                                      "workers": 1})
+def _run(folder: Path, target: str = "target") -> tuple[FirstDivergence, Diagnosis, CompareDumpsOutput]:
+    """compare_dumps on ``folder/golden`` and ``folder/<target>``; every sentence must have its Chinese form."""
+    out = call_tool("compare_dumps", {"golden": str(folder / "golden"), "target": str(folder / target), "workers": 1})
     assert isinstance(out, CompareDumpsOutput) and out.diagnosis is not None and out.first_divergence is not None
     texts = [out.diagnosis.explanation, out.first_divergence.reason, *out.diagnosis.next_actions]
     assert [english_words(to_zh(t)) for t in texts if english_words(to_zh(t))] == []
-    return out
+    return out.first_divergence, out.diagnosis, out
 
 
 def test_a_swapped_choice_is_checked_against_the_inputs_difference_on_tensors() -> None:
-    out = _compare("tensor")
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None
+    fd, diag, out = _run(MOE / "tensor")
     assert diag.category == "precision_accumulation"
     assert (fd.module, fd.name) == ("Torch.topk.0.forward", "Torch.topk.0.forward.output.1")
     d = diag.details
@@ -42,17 +46,13 @@ def test_a_swapped_choice_is_checked_against_the_inputs_difference_on_tensors() 
 
 
 def test_a_choice_rounding_does_not_explain_stays_a_fault_of_the_call() -> None:
-    out = _compare("tensor", "target_topk_wrong")
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None
+    fd, diag, _ = _run(MOE / "tensor", "target_topk_wrong")
     assert (diag.category, fd.module) == ("operator_fault", "Torch.topk.0.forward")
     assert "selection_call" not in diag.details
 
 
 def test_on_statistics_the_swap_shows_as_another_row_count_after_the_choice() -> None:
-    out = _compare("stats")
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None
+    fd, diag, _ = _run(MOE / "stats")
     assert (diag.category, fd.module, fd.enters_through) == ("precision_accumulation", "Torch.topk.0.forward",
                                                               "operator")
     assert diag.details["shows_at"] == "Functional.linear.3.forward.input.0"
@@ -64,27 +64,21 @@ def test_on_statistics_the_swap_shows_as_another_row_count_after_the_choice() ->
 
 def test_in_a_training_step_the_rows_picked_are_not_taken_for_a_weight() -> None:
     # in a training forward a tensor no dumped call made needs a gradient, like a weight
-    out = _compare("stats_train")
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None
+    fd, diag, _ = _run(MOE / "stats_train")
     assert (diag.category, fd.module) == ("precision_accumulation", "Torch.topk.0.forward")
     assert diag.details["row_counts"] == {"golden": 35, "target": 36}
     assert not any("checkpoint" in a for a in diag.next_actions)
 
 
 def test_rows_dropped_while_the_choice_has_exact_inputs_stay_a_fault_where_they_enter() -> None:
-    out = _compare("stats_token_dropped")
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None
+    fd, diag, _ = _run(MOE / "stats_token_dropped")
     assert (diag.category, fd.module, fd.enters_through, fd.argument) == (
         "operator_fault", "Functional.linear.2.forward", "argument", "input.0")
     assert "selection_call" not in diag.details
 
 
 def test_on_md5_the_differing_digest_of_the_choice_is_not_called_a_mismatch() -> None:
-    out = _compare("md5")
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None
+    fd, diag, _ = _run(MOE / "md5")
     assert (diag.category, fd.name) == ("precision_accumulation", "Torch.topk.0.forward.output.1")
     assert "md5 digests tell only that the choices differ" in diag.explanation
 
@@ -101,53 +95,30 @@ def test_the_choice_axis_is_read_from_the_shapes_or_the_dim_given() -> None:
 
 def test_a_mild_jump_fed_by_integers_a_choice_made_is_not_called_a_faulty_call() -> None:
     # greedy decoding in bf16: the argmax ids of step 1 feed step 2, and statistics show only their Max and Min
-    data = Path(__file__).parent / "data" / "msprobe_greedy_decode"
-    out = call_tool("compare_dumps", {"golden": str(data / "golden"), "target": str(data / "target"), "workers": 1})
-    assert isinstance(out, CompareDumpsOutput)
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None
+    fd, diag, _ = _run(DATA / "msprobe_greedy_decode")
     assert (diag.category, fd.module) == ("precision_accumulation", "Torch.argmax.0.forward")
     assert diag.details["selection_unseen_through"] == "Functional.embedding.1.forward.input.0"
     assert diag.details["shows_at"] == "Functional.gelu.1.forward.output.0"
     assert "need not be at fault" in diag.explanation and "only just" in fd.reason
-    texts = [diag.explanation, fd.reason, *diag.next_actions]
-    assert [english_words(to_zh(t)) for t in texts if english_words(to_zh(t))] == []
 
 
 def test_a_random_draw_is_not_taken_for_a_choice_rounding_decides() -> None:
-    data = Path(__file__).parent / "data" / "msprobe_sampling"
-    out = call_tool("compare_dumps", {"golden": str(data / "golden"), "target": str(data / "target"), "workers": 1})
-    assert isinstance(out, CompareDumpsOutput)
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None
+    fd, diag, _ = _run(DATA / "msprobe_sampling")
     assert (diag.category, fd.module) == ("operator_fault", "Torch.multinomial.0.forward")
     assert "selection_call" not in diag.details
     assert any("a random operator is not a migration fault" in a for a in diag.next_actions)
 
 
-def _threshold(target: str) -> CompareDumpsOutput:
-    data = Path(__file__).parent / "data" / "msprobe_threshold_mask"
-    out = call_tool("compare_dumps", {"golden": str(data / "golden"), "target": str(data / target), "workers": 1})
-    assert isinstance(out, CompareDumpsOutput)
-    return out
-
-
 def test_a_mask_rounding_moves_across_its_threshold_is_checked_value_by_value() -> None:
-    out = _threshold("target")
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None
+    fd, diag, _ = _run(DATA / "msprobe_threshold_mask")
     assert (diag.category, fd.module) == ("precision_accumulation", "Tensor.__gt__.0.forward")
     assert (diag.details["choices_differing"], diag.details["choices"]) == (2, 2048)
     gap, moved = diag.details["largest_gap"], diag.details["input_difference"]
     assert isinstance(gap, float) and isinstance(moved, float) and 0.0 < gap <= moved
     assert "gives another mask than the golden's at 2 of 2048 positions" in fd.reason
-    texts = [diag.explanation, fd.reason, *diag.next_actions]
-    assert [english_words(to_zh(t)) for t in texts if english_words(to_zh(t))] == []
 
 
 def test_a_mask_flipped_far_from_its_threshold_stays_a_fault_of_the_comparison() -> None:
-    out = _threshold("target_wrong")
-    fd, diag = out.first_divergence, out.diagnosis
-    assert fd is not None and diag is not None
+    fd, diag, _ = _run(DATA / "msprobe_threshold_mask", "target_wrong")
     assert (diag.category, fd.module) == ("operator_fault", "Tensor.__gt__.0.forward")
     assert "selection_call" not in diag.details
