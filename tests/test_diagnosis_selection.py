@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 from acc_agent.models.compare import CompareDumpsOutput
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence
-from acc_agent.numerics.diagnosis.selection import _axis
+from acc_agent.numerics.diagnosis.selection import ChoiceCheck, _axis, index_swaps, threshold_flips
 from acc_agent.registry import call_tool
 from acc_agent.render.tooltext import english_words, to_zh
 
@@ -122,3 +125,27 @@ def test_a_mask_flipped_far_from_its_threshold_stays_a_fault_of_the_comparison()
     fd, diag, _ = _run(DATA / "msprobe_threshold_mask", "target_wrong")
     assert (diag.category, fd.module) == ("operator_fault", "Tensor.__gt__.0.forward")
     assert "selection_call" not in diag.details
+
+
+def test_the_checks_measure_swaps_and_flips_and_refuse_what_rounding_cannot_do() -> None:
+    x = np.array([[1.0, 0.999, 0.2], [0.5, 0.1, 0.9]])
+    moved = x + np.array([[-0.001, 0.001, 0.0], [0.0, 0.0, 0.0]])  # the runs differ by 1e-3 in row 0
+    swapped = index_swaps(x, moved, np.array([[0], [2]]), np.array([[1], [2]]), -1)
+    assert isinstance(swapped, ChoiceCheck) and (swapped.differing, swapped.total) == (1, 2)
+    assert swapped.largest_gap == pytest.approx(0.001) and swapped.input_difference == pytest.approx(0.001)
+    # row 1 swaps 0.9 for 0.5 while its inputs are identical: not rounding
+    assert index_swaps(x, moved, np.array([[0], [2]]), np.array([[0], [0]]), -1) is False
+    assert index_swaps(x, moved, np.array([0, 2]), np.array([1, 2]), None) == swapped  # argmax without keepdim
+    # what cannot be checked is left alone (True): indices out of range, float indices, shapes that do not fit
+    assert index_swaps(x, moved, np.array([[5], [2]]), np.array([[1], [2]]), -1) is True
+    assert index_swaps(x, moved, np.array([[0.0], [2.0]]), np.array([[1.0], [2.0]]), -1) is True
+    assert index_swaps(x, moved[:1], np.array([[0], [2]]), np.array([[1], [2]]), -1) is True
+    nan = x.copy()
+    nan[0, 0] = np.nan  # nothing says rounding did it
+    assert index_swaps(x, nan, np.array([[0], [2]]), np.array([[1], [2]]), -1) is False
+
+    h = np.array([0.2499, 0.3, 0.1])
+    flipped = threshold_flips(h, h + 0.0002, 0.25, 0.25, h > 0.25, (h + 0.0002) > 0.25)
+    assert isinstance(flipped, ChoiceCheck) and flipped.threshold and flipped.differing == 1
+    assert threshold_flips(h, h, 0.25, 0.25, h > 0.25, np.array([True, True, False])) is False
+    assert threshold_flips(h, h, 0.25, 0.25, h > 0.25, h > 0.25) is True  # nothing differs

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name
@@ -215,7 +216,17 @@ def _check(node: Node, choice: Tensor, golden: Dump | None, target: Dump | None)
         return True
     if xg is None or xt is None or ig is None or it is None:
         return True
-    axis = _axis(xg.shape, ig.shape, _dim(node, target, name))
+    try:
+        return index_swaps(xg, xt, ig, it, _dim(node, target, name))
+    except (ValueError, TypeError):  # tensors numpy cannot compare as numbers: nothing to check on
+        return True
+
+
+def index_swaps(xg: Array, xt: Array, ig: Array, it: Array, dim: int | None) -> ChoiceCheck | bool:
+    """Positions chosen along one axis (top-k, argmax...) checked against the inputs' difference: a ChoiceCheck when
+    every differing choice is within what that difference can reorder, False when one is not, True when the arrays
+    do not allow the check."""
+    axis = _axis(xg.shape, ig.shape, dim)
     if axis is None or xg.shape != xt.shape or ig.shape != it.shape or ig.dtype.kind not in "iu" \
             or it.dtype.kind not in "iu":
         return True
@@ -224,17 +235,19 @@ def _check(node: Node, choice: Tensor, golden: Dump | None, target: Dump | None)
     size = xg.shape[axis]
     if ig.size == 0 or ig.min() < 0 or it.min() < 0 or ig.max() >= size or it.max() >= size:
         return True
-    gf, tf = xg.astype(np.float64), xt.astype(np.float64)
-    ig, it = ig.astype(np.int64), it.astype(np.int64)
+    gf: npt.NDArray[np.float64] = xg.astype(np.float64)
+    tf: npt.NDArray[np.float64] = xt.astype(np.float64)
+    gi: npt.NDArray[np.int64] = ig.astype(np.int64)
+    ti: npt.NDArray[np.int64] = it.astype(np.int64)
     with np.errstate(invalid="ignore"):
         slack = np.max(np.abs(tf - gf), axis=axis, keepdims=True)
-        differ = ig != it
-        gap = np.abs(np.take_along_axis(gf, ig, axis) - np.take_along_axis(gf, it, axis))
+        differ = gi != ti
+        gap = np.abs(np.take_along_axis(gf, gi, axis) - np.take_along_axis(gf, ti, axis))
         bound = np.broadcast_to(2.0 * slack, gap.shape)
         gaps, bounds = gap[differ], bound[differ]
     if not gaps.size:
         return True
-    if not bool(np.all(gaps <= bounds * (1.0 + 1e-9))):
+    if not bool(np.all(gaps <= bounds * (1.0 + 1e-9))):  # a NaN fails too: nothing then says rounding did it
         return False
     return ChoiceCheck(int(differ.sum()), int(ig.size), float(gaps.max()), float(bounds.max() / 2.0))
 
@@ -257,13 +270,20 @@ def _check_comparison(node: Node, mask: Tensor, golden: Dump, target: Dump) -> C
     if xg is None or xt is None or mg is None or mt is None or yg is None or yt is None:
         return True
     try:
-        x_g, x_t = np.broadcast_arrays(xg.astype(np.float64), xt.astype(np.float64))
-        y_g, y_t = np.broadcast_to(np.asarray(yg, np.float64), x_g.shape), np.broadcast_to(np.asarray(yt, np.float64),
-                                                                                          x_g.shape)
-        differ = np.asarray(mg != mt)
-        if differ.shape != x_g.shape:
-            return True
-    except ValueError:  # shapes that do not broadcast: nothing to check on
+        return threshold_flips(xg, xt, yg, yt, mg, mt)
+    except (ValueError, TypeError):  # shapes that do not broadcast, values that are not numbers
+        return True
+
+
+def threshold_flips(xg: Array, xt: Array, yg: Array | float, yt: Array | float, mg: Array, mt: Array
+                    ) -> ChoiceCheck | bool:
+    """Masks of ``x > y`` (or <, >=, <=) checked against the operands' difference: where they differ, the golden's x
+    must lie closer to y than the runs' x and y differ there. ChoiceCheck / False / True as :func:`index_swaps`."""
+    x_g, x_t = np.broadcast_arrays(np.asarray(xg).astype(np.float64), np.asarray(xt).astype(np.float64))
+    y_g = np.broadcast_to(np.asarray(yg).astype(np.float64), x_g.shape)
+    y_t = np.broadcast_to(np.asarray(yt).astype(np.float64), x_g.shape)
+    differ = np.asarray(mg) != np.asarray(mt)
+    if differ.shape != x_g.shape:
         return True
     with np.errstate(invalid="ignore"):
         gap = np.abs(x_g - y_g)[differ]
