@@ -110,6 +110,7 @@ def test_a_random_draw_is_not_taken_for_a_choice_rounding_decides() -> None:
     assert (diag.category, fd.module) == ("operator_fault", "Torch.multinomial.0.forward")
     assert "selection_call" not in diag.details
     assert any("a random operator is not a migration fault" in a for a in diag.next_actions)
+    assert "(md5 differs; integer, bool and reordered tensors must match exactly)" in fd.reason
 
 
 def test_a_mask_rounding_moves_across_its_threshold_is_checked_value_by_value() -> None:

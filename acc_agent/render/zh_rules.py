@@ -263,6 +263,7 @@ RULES: list[tuple[str, str]] = [
     (r"^a tensor no dumped call produced$", "不由任何已 dump 调用产生的张量"), (r"^an input$", "输入"),
     (r"(?P<x>\S+)x what a cast explains", "为一次类型转换所能解释的 {x} 倍"),
     (r"integer, bool and reordered tensors must match exactly", "整数、布尔及重排后的张量必须完全一致"),
+    (r"^md5 differs; integer, bool and reordered tensors must match exactly$", "md5 不同；整数、布尔及重排后的张量必须完全一致"),
     (r"another md5 digest in the same dtype: a loaded tensor must match byte for byte",
      "同一数据类型下 md5 不同：加载的张量必须逐字节一致"),
     (r"(?P<name>\S+) differs \((?P<t_err>" + _B + r")\) while every recorded tensor before it agrees(?P<t_seen>(?: within "

@@ -256,7 +256,15 @@ def incomparable_why(t: Tensor) -> str:
         parts.append(f"shape {list(t_shape)} on the target, {list(g_shape)} on the golden")
     if g_dtype and t_dtype and g_dtype != t_dtype:
         parts.append(f"dtype {t_dtype} on the target, {g_dtype} on the golden")
-    return "; ".join(parts) if parts else "no figure could be computed from what the two dumps recorded"
+    if parts:
+        return "; ".join(parts)
+    dtype = budgets.canonical_dtype(g_dtype or t_dtype)
+    exact = dtype is not None and not budgets.is_float(dtype)
+    if t.m.measure == "md5":
+        return "md5 differs; integer, bool and reordered tensors must match exactly" if exact else "md5 differs"
+    if exact:
+        return "integer, bool and reordered tensors must match exactly"
+    return "no figure could be computed from what the two dumps recorded"
 
 
 class JudgementFields(TypedDict):
