@@ -99,15 +99,29 @@ def precision_selection(finding: Finding, graph: Graph, direction: str, golden: 
         if counts is None:
             return None
         rows = max(counts)
-        for node in reversed([n for n in graph.nodes if n.pos < finding.node.pos and n.computing
-                              and n.direction == direction]):
+        for node, error in _choosers_before(graph, direction, finding.node.pos):
             choices = [o for o in node.outputs if _integer(o) and rows <= _choices(o)]
-            if not choices or any(o.beyond for o in node.outputs if _integer(o)):
-                continue
-            error = _deciding_error(node)
-            if error is not None:
+            if choices:
                 return PrecisionSelection(node, choices[0], error, t, counts, None)
     return _behind_unseen_choice(finding, graph, direction)
+
+
+def _choosers_before(graph: Graph, direction: str, pos: int) -> list[tuple[Node, float]]:
+    """Calls before ``pos`` that make a choice rounding can decide (latest first), each with its inputs' error; their
+    integer outputs are not beyond precision (one that is, is where the difference shows, not a hidden choice)."""
+    found = []
+    for node in graph.nodes:
+        if node.pos >= pos:
+            break
+        if not node.computing or node.direction != direction:
+            continue
+        outs = [o for o in node.outputs if _integer(o)]
+        if not outs or any(o.beyond for o in outs):
+            continue
+        error = _deciding_error(node)
+        if error is not None:
+            found.append((node, error))
+    return found[::-1]
 
 
 def _behind_unseen_choice(finding: Finding, graph: Graph, direction: str) -> PrecisionSelection | None:
@@ -120,14 +134,16 @@ def _behind_unseen_choice(finding: Finding, graph: Graph, direction: str) -> Pre
     if finding.enters != "operator" or t.strict or t.gross or t.m.measure != "statistics" or t.node is None \
             or not t.excess <= MILD_EXCESS:
         return None
-    for leaf in _integer_leaves_upstream(t.node):
-        for node in reversed([n for n in graph.nodes if n.pos < leaf.pos and n.computing
-                              and n.direction == direction]):
-            choices = [o for o in node.outputs if _integer(o) and _same_record(o, leaf)]
-            if not choices or any(o.beyond for o in node.outputs if _integer(o)):
+    leaves = _integer_leaves_upstream(t.node)
+    if not leaves:
+        return None
+    choosers = _choosers_before(graph, direction, t.node.pos)
+    for leaf in leaves:
+        for node, error in choosers:
+            if node.pos >= leaf.pos:
                 continue
-            error = _deciding_error(node)
-            if error is not None:
+            choices = [o for o in node.outputs if _integer(o) and _same_record(o, leaf)]
+            if choices:
                 return PrecisionSelection(node, choices[0], error, t, None, None, unseen=leaf)
     return None
 
