@@ -78,6 +78,17 @@ def test_rows_dropped_while_the_choice_has_exact_inputs_stay_a_fault_where_they_
     assert (diag.category, fd.module, fd.enters_through, fd.argument) == (
         "operator_fault", "Functional.linear.2.forward", "argument", "input.0")
     assert "selection_call" not in diag.details
+    assert "precision level" not in diag.explanation  # the router's inputs are exact: no hint of rounding
+
+
+def test_at_level_l0_the_rows_picked_by_undumped_code_get_a_hint_not_a_verdict() -> None:
+    # msprobe records modules only: the choice itself is in no dump, so the answer stays where the rows enter
+    fd, diag, _ = _run(MOE / "stats_l0")
+    assert (diag.category, fd.module, fd.argument) == ("operator_fault", "Module.experts.1.Linear.forward.0", "input.0")
+    assert "the two sides recorded other shapes" in fd.reason
+    assert "holds 36 rows on the target and 35 on the golden, and every tensor before it differs only at a " \
+           "precision level" in diag.explanation
+    assert diag.next_actions[0].startswith("Dump at level mix (or L1)")
 
 
 def test_on_md5_the_differing_digest_of_the_choice_is_not_called_a_mismatch() -> None:

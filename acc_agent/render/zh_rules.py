@@ -263,6 +263,7 @@ RULES: list[tuple[str, str]] = [
     (r"^a tensor no dumped call produced$", "不由任何已 dump 调用产生的张量"), (r"^an input$", "输入"),
     (r"(?P<x>\S+)x what a cast explains", "为一次类型转换所能解释的 {x} 倍"),
     (r"integer, bool and reordered tensors must match exactly", "整数、布尔及重排后的张量必须完全一致"),
+    (r"the two sides recorded other shapes", "两侧记录的形状不同"),
     (r"^md5 differs; integer, bool and reordered tensors must match exactly$", "md5 不同；整数、布尔及重排后的张量必须完全一致"),
     (r"another md5 digest in the same dtype: a loaded tensor must match byte for byte",
      "同一数据类型下 md5 不同：加载的张量必须逐字节一致"),
@@ -570,6 +571,15 @@ RULES: list[tuple[str, str]] = [
      r"decides the comparison",
      "{op} 在 {n} 个位置中的 {d} 个（{arg}）给出的掩码与 golden 不同，而其输入在精度范围内（相对误差 {err}）：在每个这样的位置上，"
      "golden 的值与阈值最多相差 {gap}，小于两次运行的操作数在该处的差异（最多 {diff}），因此比较结果由舍入决定"),
+    (r"(?P<name>\S+) holds (?P<nt>\d+) rows on the target and (?P<ng>\d+) on the golden, and every tensor before it "
+     r"differs only at a precision level: if code msprobe did not dump picks these rows by a choice \(top-k routing in "
+     r"a mixture of experts, argmax, a threshold\), rounding may decide it the other way\. A dump at level mix or L1 "
+     r"records the choice itself\.",
+     "{name} 在目标侧有 {nt} 行，在 golden 侧有 {ng} 行，而其之前的每个张量都只在精度层面上不同：如果是 msprobe 未 dump 的代码通过一次"
+     "选择（混合专家模型中的 top-k 路由、argmax、阈值）挑出这些行，舍入可能把这次选择判向另一边。以 mix 或 L1 级别 dump 可记录这次选择本身。"),
+    (r"Dump at level mix \(or L1\) so that the call choosing these rows is recorded, then compare again: a choice that "
+     r"rounding decides is then named and checked\.",
+     "以 mix（或 L1）级别 dump，使挑选这些行的调用被记录下来，然后重新对比：届时由舍入决定的选择会被指出并核对。"),
     (r"msprobe's statistics hold only Max and Min of integer and bool tensors, so the choices themselves cannot be "
      r"compared here\.",
      "msprobe 的统计量对整数和布尔张量只记录 Max 和 Min，因此这里无法直接比较这些选择本身。"),

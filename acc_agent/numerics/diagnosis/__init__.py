@@ -54,7 +54,7 @@ from acc_agent.numerics.diagnosis.localise import (
 from acc_agent.numerics.diagnosis.measure import mixed_precision, numel, shapes_differ
 from acc_agent.numerics.diagnosis.ranks import combine_ranks
 from acc_agent.numerics.diagnosis.recheck import recheck, recheck_extremes
-from acc_agent.numerics.diagnosis.selection import precision_selection
+from acc_agent.numerics.diagnosis.selection import precision_selection, undumped_choice_hint
 from acc_agent.numerics.diagnosis.shared_setting import same_kind_growth, starts_in_float32_call
 from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
 
@@ -313,7 +313,13 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
             gemms = coarse_gemms(graph, direction, t, target)
             if gemms is not None:  # every GEMM adds its own error: a precision setting, not this call
                 return None, explain.gemm_precision(t, final, gemms, base)
-    return _operator_fault(finding, final, graph, golden, target, use_bench, direction, base)
+    fd, diag = _operator_fault(finding, final, graph, golden, target, use_bench, direction, base)
+    hint = undumped_choice_hint(finding, graph, direction)
+    if hint is not None:
+        diag.explanation += " " + hint
+        diag.next_actions.insert(0, "Dump at level mix (or L1) so that the call choosing these rows is recorded, then "
+                                    "compare again: a choice that rounding decides is then named and checked.")
+    return fd, diag
 
 
 def _last_output(graph: Graph, direction: str) -> Tensor | None:

@@ -16,6 +16,7 @@ from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis import advice
 from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name
 from acc_agent.numerics.diagnosis.localise import Finding
+from acc_agent.numerics.diagnosis.measure import shapes_differ
 from acc_agent.numerics.diagnosis.probes import Probe
 from acc_agent.numerics.diagnosis.shared_setting import layer_growth
 from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
@@ -196,6 +197,7 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
         how = (f"{fmt(t.excess, '.3g')}x what a cast explains" if math.isfinite(t.excess)
                else "another md5 digest in the same dtype: a loaded tensor must match byte for byte"
                if t.m.other_bytes and not t.m.same_stats_other_bytes
+               else "the two sides recorded other shapes" if shapes_differ(t.row)
                else "integer, bool and reordered tensors must match exactly")
         return (f"{t.name} ({what}) already differs ({err}; {how}) while "
                 f"every tensor before it agrees: the difference enters {node.key} through {t.arg}"

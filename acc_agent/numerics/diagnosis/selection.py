@@ -124,6 +124,29 @@ def _choosers_before(graph: Graph, direction: str, pos: int) -> list[tuple[Node,
     return found[::-1]
 
 
+def undumped_choice_hint(finding: Finding, graph: Graph, direction: str) -> str | None:
+    """A sentence for rows picked by code msprobe did not dump, after tensors that differ only at a precision level.
+
+    At level L0 msprobe records modules only: an expert's input with one row more or fewer may be a routing choice
+    that rounding decided, or a bug in the code that picks the rows; the dump cannot tell, so it is said, not judged.
+    """
+    t = finding.tensor
+    if direction != "forward" or finding.enters != "argument" or t.producer is not None \
+            or t.leaf not in ("other", "parameter"):
+        return None
+    counts = _row_counts(t)
+    if counts is None:
+        return None
+    before = [x.err for x in graph.tensors if x.pos < t.pos and x.direction == direction and x.err is not None
+              and x.m.dtype is not None and budgets.is_float(x.m.dtype) and math.isfinite(x.err)]
+    if not before or max(before) <= 0.0:
+        return None
+    return (f"{t.name} holds {counts[1]} rows on the target and {counts[0]} on the golden, and every tensor before it "
+            "differs only at a precision level: if code msprobe did not dump picks these rows by a choice (top-k "
+            "routing in a mixture of experts, argmax, a threshold), rounding may decide it the other way. A dump at "
+            "level mix or L1 records the choice itself.")
+
+
 def _behind_unseen_choice(finding: Finding, graph: Graph, direction: str) -> PrecisionSelection | None:
     """A mild first divergence on statistics whose data comes through integers an earlier choice plausibly made.
 
