@@ -580,6 +580,18 @@ RULES: list[tuple[str, str]] = [
     (r"Dump at level mix \(or L1\) so that the call choosing these rows is recorded, then compare again: a choice that "
      r"rounding decides is then named and checked\.",
      "以 mix（或 L1）级别 dump，使挑选这些行的调用被记录下来，然后重新对比：届时由舍入决定的选择会被指出并核对。"),
+    # ------------------------------------------------------------------ a dump of inputs only
+    (r"(?P<prev>\S+) takes inputs that agree with the golden's, and the next call, (?P<node>\S+), receives (?P<name>\S+), "
+     r"which already differs \((?P<t_diff>" + _B + r")\): this dump records inputs only \(msprobe data_mode 'input'\), "
+     r"so the output of (?P=prev) is seen only as that input",
+     "{prev} 的输入与 golden 一致，而下一个调用 {node} 收到的 {name} 已经不同（{t_diff}）：此 dump 只记录输入（msprobe "
+     "data_mode 'input'），因此 {prev} 的输出只能作为该输入被看到"),
+    (r"One localised jump, most likely at (?P<prev>\S+): (?P<t_reason>.+)\. The difference enters at (?P=prev) or in "
+     r"code msprobe does not dump between the two calls\.",
+     "一次局部跳变，最可能发生在 {prev}：{t_reason}。差异在 {prev} 处进入，或在两次调用之间 msprobe 未 dump 的代码中进入。"),
+    (r"Re-dump with msprobe data_mode 'all' \(its default\), or input and output, so that the output of (?P<prev>\S+) "
+     r"is recorded, then compare again: the call is then judged on its own output\.",
+     "以 msprobe data_mode 'all'（默认值），或同时记录输入和输出，重新 dump，使 {prev} 的输出被记录下来，然后重新对比：届时该调用会按其自身输出来评判。"),
     (r"msprobe's statistics hold only Max and Min of integer and bool tensors, so the choices themselves cannot be "
      r"compared here\.",
      "msprobe 的统计量对整数和布尔张量只记录 Max 和 Min，因此这里无法直接比较这些选择本身。"),

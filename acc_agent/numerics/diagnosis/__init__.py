@@ -42,6 +42,7 @@ from acc_agent.numerics.diagnosis.graph import (
     module_path,
     split_name,
 )
+from acc_agent.numerics.diagnosis.inputs_only import producer_before
 from acc_agent.numerics.diagnosis.judge import judge
 from acc_agent.numerics.diagnosis.localise import (
     Finding,
@@ -274,6 +275,10 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
     chosen = precision_selection(finding, graph, direction, golden, target)
     if chosen is not None:
         return explain.precision_selection(chosen, base)
+    prev = producer_before(finding, graph, direction)
+    if prev is not None:
+        return explain.inputs_only(prev, finding, leaves.describe(finding.tensor, golden, target), golden, target,
+                                   base)
     t = finding.tensor
     # a parameter's gradient goes to the optimizer, not to a later call: that nothing after it is wrong
     # says nothing about it, so it is never a "mismatch the network did not feel"

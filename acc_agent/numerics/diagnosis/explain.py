@@ -628,3 +628,25 @@ def precision_selection(sel: PrecisionSelection, base: JudgementFields) -> tuple
                        input_difference=check.input_difference)
     return fd, Diagnosis(category="precision_accumulation", explanation=explanation, next_actions=actions,
                          details=details, **base)
+
+
+def inputs_only(prev: Node, f: Finding, difference: str | None, golden: Dump | None, target: Dump | None,
+                base: JudgementFields) -> tuple[FirstDivergence, Diagnosis]:
+    """A dump of inputs only: the call before the first differing input, whose own inputs agree."""
+    t, node = f.tensor, f.node
+    err = (f"{'relative error' if t.m.measure == 'tensor' else 'statistics differ by'} {fmt(t.err)}"
+           if t.err is not None and math.isfinite(t.err) else "not comparable")
+    reason = (f"{prev.key} takes inputs that agree with the golden's, and the next call, {node.key}, receives {t.name}, "
+              f"which already differs ({difference or err}): this dump records "
+              f"inputs only (msprobe data_mode 'input'), so the output of {prev.key} is seen only as that input")
+    fd = FirstDivergence(name=t.name, index=int(t.row.index), module=prev.key, output_metrics=metrics(t),
+                         input_names=[x.name for x in prev.inputs], direction=t.direction,  # type: ignore[arg-type]
+                         reason=reason, enters_through="operator")
+    fd.difference = difference
+    explanation = (f"One localised jump, most likely at {prev.key}: {reason}. The difference enters at {prev.key} or "
+                   "in code msprobe does not dump between the two calls.")
+    actions = [f"Re-dump with msprobe data_mode 'all' (its default), or input and output, so that the output of "
+               f"{prev.key} is recorded, then compare again: the call is then judged on its own output."]
+    actions += advice.actions(prev, None, golden, target, t.direction)
+    return fd, Diagnosis(category="operator_fault", explanation=explanation, next_actions=actions,
+                         details={"inputs_only": True, "seen_as": t.name}, **base)

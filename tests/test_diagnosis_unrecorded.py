@@ -1,11 +1,12 @@
-"""A choice that rounding decides (top-k routing in a mixture of experts, argmax, a threshold) is told from a
-faulty call.
+"""What the dump does not show: a choice that rounding decides (top-k routing in a mixture of experts, argmax, a
+threshold), whose indices msprobe's statistics record only by Max and Min, and outputs a dump of inputs only does not
+record. Each is told from a faulty call, and a faulty call is still named.
 
 The dumps are real msprobe dumps, float32 golden against a bf16 target with no fault unless the test says
 otherwise: a small MoE layer whose router swaps one token's two best experts under bf16 rounding
 (tests/data/msprobe_moe_router), greedy decoding (msprobe_greedy_decode), a gated MLP whose mask flips
-at its threshold (msprobe_threshold_mask) and a multinomial draw (msprobe_sampling); each folder's
-README says how it was made.
+at its threshold (msprobe_threshold_mask), a multinomial draw (msprobe_sampling) and an MLP dumped with
+data_mode input (msprobe_inputs_only); each folder's README says how it was made.
 """
 
 from __future__ import annotations
@@ -161,3 +162,11 @@ def test_the_checks_measure_swaps_and_flips_and_refuse_what_rounding_cannot_do()
     assert isinstance(flipped, ChoiceCheck) and flipped.threshold and flipped.differing == 1
     assert threshold_flips(h, h, 0.25, 0.25, h > 0.25, np.array([True, True, False])) is False
     assert threshold_flips(h, h, 0.25, 0.25, h > 0.25, h > 0.25) is True  # nothing differs
+
+
+def test_in_a_dump_of_inputs_only_the_call_before_the_first_differing_input_is_named() -> None:
+    fd, diag, _ = _run(DATA / "msprobe_inputs_only")
+    assert (diag.category, fd.module, fd.enters_through) == ("operator_fault", "Functional.gelu.1.forward", "operator")
+    assert fd.name == "Functional.linear.2.forward.input.0"
+    assert "this dump records inputs only (msprobe data_mode 'input')" in fd.reason
+    assert diag.next_actions[0].startswith("Re-dump with msprobe data_mode 'all'")
