@@ -10,8 +10,10 @@ choice follows from inputs that differ only at a precision level.
 
 Where the tensors are recorded the claim is tested: at every position where the two runs chose
 differently, the golden's two candidates must be closer than twice the largest difference between
-the two runs' inputs in that slice (the most a perturbation of that size can reorder). A choice
-that differs beyond that is left to the rest of the diagnosis: the selection itself went wrong.
+the two runs' inputs in that slice (the most a perturbation of that size can reorder); at every
+value where a mask ``x > threshold`` flipped, the golden's value must lie closer to its threshold than
+the runs' operands differ there. A choice that differs beyond that is left to the rest of the
+diagnosis: the selection itself went wrong.
 """
 
 from __future__ import annotations
@@ -46,8 +48,8 @@ MAX_COUNT_SHARE = 0.25
 MILD_EXCESS = 10.0
 #: Calls walked back from the first divergence when looking for an integer input a choice made.
 _MAX_WALKED = 4096
-#: Tensors above this many elements are not loaded for the check.
-_MAX_ELEMENTS = 1 << 24
+#: Tensors above this many elements are not loaded for the check (a float64 copy of each is made).
+_MAX_ELEMENTS = 1 << 22
 
 
 @dataclass(frozen=True, slots=True)
