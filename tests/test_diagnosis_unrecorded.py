@@ -170,3 +170,9 @@ def test_in_a_dump_of_inputs_only_the_call_before_the_first_differing_input_is_n
     assert fd.name == "Functional.linear.2.forward.input.0"
     assert "this dump records inputs only (msprobe data_mode 'input')" in fd.reason
     assert diag.next_actions[0].startswith("Re-dump with msprobe data_mode 'all'")
+
+
+def test_a_mild_first_divergence_in_the_backward_of_a_statistics_dump_says_what_statistics_hide() -> None:
+    fd, diag, _ = _run(DATA / "msprobe_bf16_embedding_rows_swapped")
+    assert fd.direction == "backward" and diag.explanation.startswith("The forward pass agrees; in the backward pass")
+    assert "Statistics cannot show a forward difference that moves values to other places" in diag.explanation

@@ -592,6 +592,11 @@ RULES: list[tuple[str, str]] = [
     (r"Re-dump with msprobe data_mode 'all' \(its default\), or input and output, so that the output of (?P<prev>\S+) "
      r"is recorded, then compare again: the call is then judged on its own output\.",
      "以 msprobe data_mode 'all'（默认值），或同时记录输入和输出，重新 dump，使 {prev} 的输出被记录下来，然后重新对比：届时该调用会按其自身输出来评判。"),
+    (r"Statistics cannot show a forward difference that moves values to other places \(a swapped embedding row, a "
+     r"permuted weight\): its Max, Min, Mean and Norm stay, and it shows first in the backward pass\. A forward dump "
+     r"in md5 or tensor mode rules it out\.",
+     "统计量看不出把数值挪到其他位置的前向差异（交换了的 embedding 行、被置换的权重）：其 Max、Min、Mean 和 Norm 不变，差异首先在反向中显现。"
+     "以 md5 或 tensor 模式 dump 前向即可排除这种可能。"),
     (r"msprobe's statistics hold only Max and Min of integer and bool tensors, so the choices themselves cannot be "
      r"compared here\.",
      "msprobe 的统计量对整数和布尔张量只记录 Max 和 Min，因此这里无法直接比较这些选择本身。"),

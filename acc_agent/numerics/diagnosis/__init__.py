@@ -55,7 +55,7 @@ from acc_agent.numerics.diagnosis.localise import (
 from acc_agent.numerics.diagnosis.measure import mixed_precision, numel, shapes_differ
 from acc_agent.numerics.diagnosis.ranks import combine_ranks
 from acc_agent.numerics.diagnosis.recheck import recheck, recheck_extremes
-from acc_agent.numerics.diagnosis.selection import precision_selection, undumped_choice_hint
+from acc_agent.numerics.diagnosis.selection import MILD_EXCESS, precision_selection, undumped_choice_hint
 from acc_agent.numerics.diagnosis.shared_setting import same_kind_growth, starts_in_float32_call
 from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
 
@@ -99,6 +99,10 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
     if direction == "forward" and diag.category == "no_layer_fault" and any(t.beyond for t in backward):
         fd, diag = _diagnose_pass(graph, "backward", golden, target, use_bench, compared_by)
         diag.explanation = "The forward pass agrees; in the backward pass: " + diag.explanation
+        if compared_by == "statistics" and _mild(graph, fd) and not graph.forward_bit_identical:
+            diag.explanation += (" Statistics cannot show a forward difference that moves values to other places (a "
+                                 "swapped embedding row, a permuted weight): its Max, Min, Mean and Norm stay, and it "
+                                 "shows first in the backward pass. A forward dump in md5 or tensor mode rules it out.")
     elif direction == "forward" and backward:
         diag.details["backward_rows_not_walked"] = len(backward)
         judged_backward = sum(1 for t in backward if t.judged)
@@ -152,6 +156,13 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         diag.details["cancelled_gradients"] = cancelled
     _set_status(graph, use_bench, fd)
     return fd, diag
+
+
+def _mild(graph: Graph, fd: FirstDivergence | None) -> bool:
+    """Whether the first divergence is only a few times beyond what precision explains (see selection.MILD_EXCESS),
+    by no bound rounding cannot break."""
+    t = next((x for x in graph.tensors if fd is not None and x.name == fd.name), None)
+    return t is not None and not t.strict and t.excess <= MILD_EXCESS
 
 
 def _incomparable_dead_ends(graph: Graph) -> list[str]:
