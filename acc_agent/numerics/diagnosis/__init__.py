@@ -590,8 +590,8 @@ def _input_mismatch(f: Finding, golden: Dump | None, target: Dump | None,
     else:
         integer = t.row.golden_dtype is not None and not budgets.is_float(t.row.golden_dtype)
         fd.difference = leaves.describe(t, golden, target) if integer else None
-        explanation = (f"The network input already differs ({t.name}, {'relative error' if t.m.measure == 'tensor' else 'statistics differ by'} "
-                       f"{explain.fmt(t.err)})" + (f": {fd.difference}" if fd.difference else "")
+        explanation = (f"The network input already differs ({t.name}, {explain.error_text(t)})"
+                       + (f": {fd.difference}" if fd.difference else "")
                        + (": the inputs are different data (other token ids: another sample or tokenizer)." if integer
                           else " and no channel reversal, axis permutation or affine (mean/std) map of the golden input "
                           "explains it: the inputs are different data (another sample, augmentation, tokenizer)."))

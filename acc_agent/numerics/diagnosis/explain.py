@@ -51,6 +51,11 @@ def fmt(v: float | None, spec: str = ".3g") -> str:
     return format(v, spec)
 
 
+def error_text(t: Tensor) -> str:
+    """A tensor's error figure as the reasons say it: a relative error from data, a difference of statistics else."""
+    return f"{'relative error' if t.m.measure == 'tensor' else 'statistics differ by'} {fmt(t.err)}"
+
+
 def metrics(t: Tensor | None) -> dict[str, float | None]:
     if t is None:
         return {}
@@ -142,7 +147,7 @@ _RANGE = {"float16": "65504 for FP16", "bfloat16": "3.39e38 for BF16", "float32"
 
 def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
     t, node = f.tensor, f.node
-    err = f"{'relative error' if t.m.measure == 'tensor' else 'statistics differ by'} {fmt(t.err)}"
+    err = error_text(t)
     if t.m.measure == "md5" and t.err is not None and math.isinf(t.err):
         err = "md5 differs"  # integer or bool bytes, or values moved: no size to give
     elif t.m.measure != "tensor" and t.err is not None and math.isinf(t.err):
@@ -168,8 +173,7 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
             return (f"argument {arg} of {node.key} is {value_text(t_val)} on the target but {value_text(g_val)} on the "
                     f"golden; its output {t.name} keeps the golden's Max/Min/Mean/Norm (values moved to other places "
                     f"keep them), and {f.shows_at.name}, the first later output that mixes positions, differs "
-                    f"({'relative error' if f.shows_at.m.measure == 'tensor' else 'statistics differ by'} "
-                    f"{fmt(f.shows_at.err)})")
+                    f"({error_text(f.shows_at)})")
         if f.hidden:
             return (f"argument {arg} of {node.key} is {value_text(t_val)} on the target but {value_text(g_val)} on the "
                     f"golden; its output {t.name} stays within precision ({fmt(t.excess, '.2g')}x the allowed error), as "
@@ -236,8 +240,7 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
         return (f"every input of {node.key} is bit-identical to the golden's (equal md5) while its output {t.name} has "
                 "other bytes with the golden's Max and Min and a Mean/Norm within rounding: most likely the same values "
                 f"in other places, summed in another order; {f.shows_at.name}, the first later output that mixes "
-                f"positions, differs ({'relative error' if f.shows_at.m.measure == 'tensor' else 'statistics differ by'} "
-                f"{fmt(f.shows_at.err)})")
+                f"positions, differs ({error_text(f.shows_at)})")
     if t.strict == "reordered":
         return (f"every input of {node.key} is bit-identical to the golden's (equal md5) while its output {t.name} holds, "
                 "most likely, the same values in other places (md5 differs, Max/Min/Mean/Norm equal)")
@@ -634,8 +637,7 @@ def inputs_only(prev: Node, f: Finding, difference: str | None, golden: Dump | N
                 base: JudgementFields) -> tuple[FirstDivergence, Diagnosis]:
     """A dump of inputs only: the call before the first differing input, whose own inputs agree."""
     t, node = f.tensor, f.node
-    err = (f"{'relative error' if t.m.measure == 'tensor' else 'statistics differ by'} {fmt(t.err)}"
-           if t.err is not None and math.isfinite(t.err) else "not comparable")
+    err = error_text(t) if t.err is not None and math.isfinite(t.err) else "not comparable"
     reason = (f"{prev.key} takes inputs that agree with the golden's, and the next call, {node.key}, receives {t.name}, "
               f"which already differs ({difference or err}): this dump records "
               f"inputs only (msprobe data_mode 'input'), so the output of {prev.key} is seen only as that input")

@@ -407,7 +407,8 @@ def _by_order(t: Tensor, outputs: list[Tensor]) -> Tensor | None:
     return None
 
 
-def _is_int(e: DumpEntry | None, t: Tensor) -> bool:
+def is_integer(t: Tensor, e: DumpEntry | None = None) -> bool:
+    """Whether ``t`` holds integers or bools (by ``e``'s dtype when given, else its row's): they must match exactly."""
     dtype = (e.dtype if e is not None else None) or t.row.golden_dtype or t.row.target_dtype
     d = budgets.canonical_dtype(dtype)
     return d is not None and not budgets.is_float(d) and (d.startswith(("int", "uint")) or d == "bool")
@@ -440,7 +441,7 @@ def _classify_leaves(graph: Graph, golden: Dump | None, golden_prints: dict[int,
             t.leaf = "data"
         elif t.role == "parameters" or _is_param_arg(t):
             t.leaf = "parameter"
-        elif _is_int(g, t):
+        elif is_integer(t, g):
             t.leaf = "mask"
         elif t.direction == "forward" and g is not None and g.requires_grad is True and not _batched(t, batch):
             # in a training forward every activation requires grad too: one that carries the network input's batch

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from acc_agent.numerics import budgets
-from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name
+from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name, is_integer
 from acc_agent.numerics.diagnosis.localise import Finding
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def precision_selection(finding: Finding, graph: Graph, direction: str, golden: 
     if direction != "forward":
         return None
     t = finding.tensor
-    if finding.enters == "operator" and not t.is_input and _integer(t) and t.node is not None:
+    if finding.enters == "operator" and not t.is_input and is_integer(t) and t.node is not None:
         error = _deciding_error(t.node)
         if error is None:
             return None
@@ -95,14 +95,11 @@ def precision_selection(finding: Finding, graph: Graph, direction: str, golden: 
         followed = any(n.pos > t.node.pos and n.computing and n.direction == direction for n in graph.nodes)
         return PrecisionSelection(t.node, t, error, t, None, check if isinstance(check, ChoiceCheck) else None,
                                   followed)
-    # in a training forward a tensor no dumped call made that needs a gradient reads as a parameter (see graph)
-    if finding.enters == "argument" and t.producer is None and t.leaf in ("other", "parameter"):
-        counts = _row_counts(t)
-        if counts is None:
-            return None
+    counts = _picked_rows(finding)
+    if counts is not None:
         rows = max(counts)
         for node, error in _choosers_before(graph, direction, finding.node.pos):
-            choices = [o for o in node.outputs if _integer(o) and rows <= _choices(o)]
+            choices = [o for o in node.outputs if is_integer(o) and rows <= _choices(o)]
             if choices:
                 return PrecisionSelection(node, choices[0], error, t, counts, None)
     return _behind_unseen_choice(finding, graph, direction)
@@ -117,7 +114,7 @@ def _choosers_before(graph: Graph, direction: str, pos: int) -> list[tuple[Node,
             break
         if not node.computing or node.direction != direction:
             continue
-        outs = [o for o in node.outputs if _integer(o)]
+        outs = [o for o in node.outputs if is_integer(o)]
         if not outs or any(o.beyond for o in outs):
             continue
         error = _deciding_error(node)
@@ -133,10 +130,7 @@ def undumped_choice_hint(finding: Finding, graph: Graph, direction: str) -> str 
     that rounding decided, or a bug in the code that picks the rows; the dump cannot tell, so it is said, not judged.
     """
     t = finding.tensor
-    if direction != "forward" or finding.enters != "argument" or t.producer is not None \
-            or t.leaf not in ("other", "parameter"):
-        return None
-    counts = _row_counts(t)
+    counts = _picked_rows(finding) if direction == "forward" else None
     if counts is None:
         return None
     before = [x.err for x in graph.tensors if x.pos < t.pos and x.direction == direction and x.err is not None
@@ -167,7 +161,7 @@ def _behind_unseen_choice(finding: Finding, graph: Graph, direction: str) -> Pre
         for node, error in choosers:
             if node.pos >= leaf.pos:
                 continue
-            choices = [o for o in node.outputs if _integer(o) and _same_record(o, leaf)]
+            choices = [o for o in node.outputs if is_integer(o) and _same_record(o, leaf)]
             if choices:
                 return PrecisionSelection(node, choices[0], error, t, None, None, unseen=leaf)
     return None
@@ -182,7 +176,7 @@ def _integer_leaves_upstream(start: Node) -> list[Tensor]:
         node = todo.pop()
         for x in node.inputs:
             if x.producer is None:
-                if _integer(x) and x.leaf != "data" and not _has_sums(x):
+                if is_integer(x) and x.leaf != "data" and not _has_sums(x):
                     found.append(x)
             elif x.producer.node is not None and id(x.producer.node) not in seen:
                 seen.add(id(x.producer.node))
@@ -204,11 +198,6 @@ def _same_record(out: Tensor, leaf: Tensor) -> bool:
             and mx is not None and mn is not None and mx != mn and (mx, mn) == (sb.get("Max"), sb.get("Min")))
 
 
-def _integer(t: Tensor) -> bool:
-    d = budgets.canonical_dtype(t.row.golden_dtype or t.row.target_dtype)
-    return d is not None and not budgets.is_float(d) and (d.startswith(("int", "uint")) or d == "bool")
-
-
 def _deciding_error(node: Node) -> float | None:
     """The largest error of the call's float inputs when all are within precision and one is not exact (None for a
     call that draws at random)."""
@@ -221,10 +210,14 @@ def _deciding_error(node: Node) -> float | None:
     return max(errors)
 
 
-def _row_counts(t: Tensor) -> tuple[int, int] | None:
-    """(golden, target) rows of ``t`` when the two sides differ in their first axis only, by a small share: rows
-    picked by a choice. A weight padded to another size differs the same way, but holds more rows than there are
-    choices (see the caller)."""
+def _picked_rows(finding: Finding) -> tuple[int, int] | None:
+    """(golden, target) rows of the first divergence when it is a tensor no dumped call made, differing from the
+    golden in its first axis only, by a small share: rows picked by code msprobe did not dump. In a training forward
+    such a tensor needs a gradient and reads as a parameter (see graph). A weight padded to another size differs the
+    same way, but holds more rows than there are choices (see the callers)."""
+    t = finding.tensor
+    if finding.enters != "argument" or t.producer is not None or t.leaf not in ("other", "parameter"):
+        return None
     g, x = t.row.golden_shape, t.row.target_shape
     if not g or not x or len(g) != len(x) or g[1:] != x[1:] or g[0] == x[0]:
         return None
