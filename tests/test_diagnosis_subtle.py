@@ -213,7 +213,7 @@ def test_every_gemm_in_tf32_is_a_precision_setting_not_the_first_linear() -> Non
 
 def test_tf32_gemms_in_a_statistics_dump_are_told_by_several_gemms_beyond_on_their_own() -> None:
     """The same TF32 block in msprobe's default statistics dump: nothing can be re-computed, but several GEMMs are
-    each beyond precision given their own inputs, by errors of the same size; one faulty GEMM is beyond once."""
+    each beyond precision given their own inputs, the first not far from the others; one faulty GEMM is beyond once."""
     out = _compare("stats_tf32_block")
     assert out.diagnosis is not None
     assert out.diagnosis.category == "precision_accumulation" and out.first_divergence is None

@@ -521,13 +521,13 @@ RULES: list[tuple[str, str]] = [
      "每个矩阵乘都自带误差：用目标侧自己记录的输入以 float64 重算，所检查的 {n} 个 linear/matmul 调用各自相差 {lo} 到 {hi}"
      "（相对 L2，中位数 {med}），而 float32 矩阵乘只差约 1e-7。误差从 {start} 开始（相对误差 {e}），末尾为 {f}。没有单个算子出错：{t_why}"),
     (r"^Matrix multiplications add error of their own: (?P<n>\d+) of the pass's (?P<m>\d+) float32 linear/matmul calls "
-     r"each give an output beyond what float32 rounding and their inputs' error explain, by errors of the same size "
-     r"\((?P<lo>\S+) to (?P<hi>\S+), median (?P<med>\S+); statistics differences\), where one faulty call would be "
+     r"each give an output beyond what float32 rounding and their inputs' error explain, the first of them not far "
+     r"from the others \((?P<lo>\S+) to (?P<hi>\S+), median (?P<med>\S+); statistics differences\), where one faulty call would be "
      r"beyond once and the GEMMs after it would only carry its error\. The error starts at (?P<start>\S+) and is "
      r"(?P<f>\S+) at the end\. No single operator is at fault: the GEMMs compute in a reduced precision, as TF32 "
      r"\(NVIDIA\) and HF32 \(Ascend\) matmuls do; a tensor dump of a few GEMMs would confirm it by re-computation\.$",
      "矩阵乘各自引入误差：该方向 {m} 个 float32 linear/matmul 调用中有 {n} 个，其输出都超出 float32 舍入与其输入误差所能解释的范围，"
-     "且误差大小相近（{lo} 到 {hi}，中位数 {med}；统计量差异）；若只有一个调用出错，它只会超出一次，之后的矩阵乘只会传递其误差。"
+     "且第一个超出的调用与其他调用的误差相差不远（{lo} 到 {hi}，中位数 {med}；统计量差异）；若只有一个调用出错，它只会超出一次，之后的矩阵乘只会传递其误差。"
      "误差从 {start} 开始，末尾为 {f}。没有单个算子出错：这些矩阵乘以降低的精度计算，如 TF32（NVIDIA）和 HF32（昇腾）矩阵乘；"
      "对少数矩阵乘做 tensor 模式 dump 即可通过重算确认。"),
     # ------------------------------------------------------------------ a choice that rounding decides

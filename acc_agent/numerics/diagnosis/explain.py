@@ -399,8 +399,8 @@ def gemm_precision(start: Tensor, final: Tensor | None, gemms: CoarseGemms, base
     if gemms.measured_by == "statistics":
         what = (f"Matrix multiplications add error of their own: {len(values)} of the pass's {gemms.checked} float32 "
                 f"linear/matmul calls each give an output beyond what float32 rounding and their inputs' error explain, "
-                f"by errors of the same size ({fmt(min(values))} to {fmt(max(values))}, median {fmt(gemms.median)}; "
-                f"statistics differences), where one faulty call would be beyond once and the GEMMs after it would "
+                f"the first of them not far from the others ({fmt(min(values))} to {fmt(max(values))}, median "
+                f"{fmt(gemms.median)}; statistics differences), where one faulty call would be beyond once and the GEMMs after it would "
                 f"only carry its error. The error starts at {start.key} and is {fmt(final.err if final else None)} at "
                 "the end. No single operator is at fault: the GEMMs compute in a reduced precision, as TF32 (NVIDIA) "
                 "and HF32 (Ascend) matmuls do; a tensor dump of a few GEMMs would confirm it by re-computation.")
