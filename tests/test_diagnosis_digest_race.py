@@ -80,3 +80,28 @@ def test_values_moved_that_change_a_later_result_stay_the_fault(tmp_path: Path) 
     assert "Functional.linear.1.forward.output.0, the first later output that mixes positions, differs" in (
         out.first_divergence.reason)
     assert "digests_after_a_later_write" not in out.diagnosis.details
+
+
+RACE_INF = Path(__file__).parent / "data" / "msprobe_md5_digest_race_inf"
+
+
+def test_a_digest_recorded_again_on_a_later_tensor_with_other_values_was_taken_after_that_write() -> None:
+    """Rank 0's gelu output carries the digest of the all_reduce that overwrote it with rank 1's Inf (the same digest
+    on a later tensor with other statistics): its digest says nothing about the gelu, so rank 0 only receives the
+    overflow through the collective and rank 1's gelu, which made the Inf from finite inputs, is named."""
+    out = compare_dumps(CompareDumpsInput(golden=str(RACE_INF / "golden"), target=str(RACE_INF / "target"), workers=1))
+    assert out.verdict == "fail" and out.diagnosis is not None and out.first_divergence is not None
+    assert (out.first_divergence.module, out.first_divergence.rank) == ("Functional.gelu.0.forward", "rank1")
+    assert out.diagnosis.category == "operator_fault"
+    assert {f.rank: f.status for f in out.diagnosis.ranks} == {"rank0": "via_collective", "rank1": "diverges"}
+    assert "rank0 only receives it through a collective" in out.diagnosis.explanation
+
+
+def test_the_rank_that_only_receives_the_overflow_names_the_collective(tmp_path: Path) -> None:
+    for side in ("golden", "target"):
+        shutil.copytree(RACE_INF / side / "step0" / "rank0", tmp_path / side / "step0" / "rank0")
+    out = compare_dumps(CompareDumpsInput(golden=str(tmp_path / "golden"), target=str(tmp_path / "target"), workers=1))
+    assert out.diagnosis is not None and out.first_divergence is not None
+    assert out.first_divergence.module == "Distributed.all_reduce.0.forward"
+    assert out.diagnosis.details["digests_after_a_later_write"] == [GELU_OUT, "Distributed.all_reduce.0.forward.input.0"]
+    assert "comes from another rank" in out.diagnosis.explanation

@@ -132,9 +132,10 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         diag.judgement_note += (f" {len(outputs)} output{'s' * (len(outputs) > 1)} ({outputs[0]}) "
                                 f"{'have' if len(outputs) > 1 else 'has'} another md5 digest with every statistic equal, "
                                 f"while the calls that read {'them' if len(outputs) > 1 else 'it'} return the golden's "
-                                "exact bytes: msprobe digests a tensor on the CPU in a background thread, after a later "
-                                "in-place write (an all_reduce, add_) may have landed, so such a digest differs from run "
-                                "to run. Not judged.")
+                                "exact bytes or a later tensor with other values carries the same digest: msprobe "
+                                "digests a tensor on the CPU in a background thread, after a later in-place write (an "
+                                "all_reduce, add_) may have landed, so such a digest differs from run to run. Not "
+                                "judged.")
     if incomparable:
         many = len(incomparable) > 1
         diag.details["other_shapes_not_judged"] = incomparable[:12]

@@ -12,6 +12,9 @@ the bytes they read were the golden's, and the digest is the race.
 The same mark is left by two kernels of one dtype that round a few elements otherwise (a GPU's and an
 NPU's bf16 matmul summing in other orders): bit-identical inputs, another digest, every statistic equal.
 Values moved show in the next call that mixes positions (a matmul, a softmax); a rounding does not.
+
+A digest taken after a later write can also give itself away when that write brought other values (another rank's
+Inf through an all_reduce): the later tensor is recorded with the same digest and other statistics.
 """
 
 from __future__ import annotations
@@ -38,17 +41,45 @@ def _readers(graph: Graph) -> dict[int, list[Tensor]]:
 
 
 def racing_digests(graph: Graph) -> list[Tensor]:
-    """Outputs judged as "values moved" (md5 differs, statistics equal) whose every consumer call returns exactly
-    the golden's bytes: they and the inputs that are their data are left unjudged and returned, outputs first."""
+    """Outputs judged as "values moved" (md5 differs, statistics equal) whose digest describes a later write: every
+    consumer call returns exactly the golden's bytes, or the same digest is recorded again on a later tensor that
+    holds other values. They and the inputs that are their data are left unjudged and returned, outputs first."""
     moved = _moved(graph)
     if not moved:
         return []
     consumers = _readers(graph)
-    left = [t for t in moved if consumers.get(id(t)) and all(_returns_golden_bytes(x) for x in consumers[id(t)])]
-    readers = [x for t in left for x in consumers[id(t)]]
+    later = _digested_later(graph, moved)
+    left = [t for t in moved if id(t) in later
+            or (consumers.get(id(t)) and all(_returns_golden_bytes(x) for x in consumers[id(t)]))]
+    readers = [x for t in left for x in consumers.get(id(t), [])]
     for t in left + readers:  # a reader holds the same recorded digest: no more a difference than its producer
         t.excess, t.strict = math.nan, None
     return left + readers
+
+
+def _digested_later(graph: Graph, moved: list[Tensor]) -> set[int]:
+    """``id``s of the outputs among ``moved`` whose target digest is recorded again on a later tensor with other
+    statistics: one digest cannot describe two different tensors (CRC32 collides once in 4e9), so it was taken
+    after the later call wrote its result into the same memory (an in-place all_reduce that brought another
+    rank's Inf), and it says nothing about what this call returned."""
+    wanted = {_target_digest(t): t for t in moved}
+    wanted.pop(None, None)
+    found: set[int] = set()
+    for x in graph.tensors:
+        t = wanted.get(_target_digest(x))
+        if t is not None and x.pos > t.pos and _target_stats(x) != _target_stats(t):
+            found.add(id(t))
+    return found
+
+
+def _target_digest(t: Tensor) -> str | None:
+    digest = t.row.__dict__.get("target_md5")  # sparse statistics rows (DumpRow.__getattr__)
+    return digest if isinstance(digest, str) else None
+
+
+def _target_stats(t: Tensor) -> tuple[object, ...]:
+    stats = t.row.__dict__.get("target_stats") or {}
+    return tuple(repr(stats.get(k)) for k in ("Max", "Min", "Mean", "Norm"))  # repr: NaN equals NaN
 
 
 def _returns_golden_bytes(x: Tensor) -> bool:
