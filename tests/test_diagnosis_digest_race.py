@@ -16,7 +16,9 @@ from acc_agent.models.compare import CompareDumpsInput
 from acc_agent.tools.compare_dumps import compare_dumps
 
 DATA = Path(__file__).parent / "data" / "msprobe_md5_digest_race"
-GELU_OUT = "Functional.gelu.0.forward.output.0"
+GELU = "Functional.gelu.0.forward"
+ALL_REDUCE = "Distributed.all_reduce.0.forward"
+GELU_OUT = f"{GELU}.output.0"
 
 
 def _ranks(tmp_path: Path, ranks: tuple[int, ...]) -> tuple[Path, Path]:
@@ -105,3 +107,20 @@ def test_the_rank_that_only_receives_the_overflow_names_the_collective(tmp_path:
     assert out.first_divergence.module == "Distributed.all_reduce.0.forward"
     assert out.diagnosis.details["digests_after_a_later_write"] == [GELU_OUT, "Distributed.all_reduce.0.forward.input.0"]
     assert "comes from another rank" in out.diagnosis.explanation
+
+
+def test_a_late_digest_in_the_golden_run_is_told_the_same_way(tmp_path: Path) -> None:
+    """The same two ranks with the race in the other run: the golden's gelu output (and the all_reduce input, the same
+    tensor) carries the digest of the golden's all_reduce output, and the target's digests were taken in time."""
+    shutil.copytree(RACE_INF, tmp_path, dirs_exist_ok=True)
+    late = {("golden", GELU, "output"): "7adfa65a", ("golden", ALL_REDUCE, "input_args"): "7adfa65a",
+            ("target", GELU, "output"): "ba16b09d", ("target", ALL_REDUCE, "input_args"): "ba16b09d"}
+    for (side, call, part), digest in late.items():
+        path = tmp_path / side / "step0" / "rank0" / "dump.json"
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc["data"][call][part][0]["md5"] = digest
+        path.write_text(json.dumps(doc), encoding="utf-8")
+    out = compare_dumps(CompareDumpsInput(golden=str(tmp_path / "golden"), target=str(tmp_path / "target"), workers=1))
+    assert out.diagnosis is not None and out.first_divergence is not None
+    assert (out.first_divergence.module, out.first_divergence.rank) == ("Functional.gelu.0.forward", "rank1")
+    assert {f.rank: f.status for f in out.diagnosis.ranks} == {"rank0": "via_collective", "rank1": "diverges"}

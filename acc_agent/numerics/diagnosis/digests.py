@@ -58,27 +58,34 @@ def racing_digests(graph: Graph) -> list[Tensor]:
 
 
 def _digested_later(graph: Graph, moved: list[Tensor]) -> set[int]:
-    """``id``s of the outputs among ``moved`` whose target digest is recorded again on a later tensor with other
-    statistics: one digest cannot describe two different tensors (CRC32 collides once in 4e9), so it was taken
-    after the later call wrote its result into the same memory (an in-place all_reduce that brought another
-    rank's Inf), and it says nothing about what this call returned."""
-    wanted = {_target_digest(t): t for t in moved}
-    wanted.pop(None, None)
+    """``id``s of the outputs among ``moved`` whose digest on one side is recorded again, on that side, on a later
+    tensor with other statistics: one digest cannot describe two different tensors (CRC32 collides once in 4e9), so
+    it was taken after the later call wrote its result into the same memory (an in-place all_reduce that brought
+    another rank's Inf), and it says nothing about what this call returned. Either run's thread may be late."""
     found: set[int] = set()
-    for x in graph.tensors:
-        t = wanted.get(_target_digest(x))
-        if t is not None and x.pos > t.pos and _target_stats(x) != _target_stats(t):
-            found.add(id(t))
+    for side in ("golden", "target"):
+        wanted: dict[str, Tensor] = {}
+        for t in moved:
+            digest = _digest(t, side)
+            if digest is not None:
+                wanted.setdefault(digest, t)
+        if not wanted:
+            continue
+        for x in graph.tensors:
+            digest = _digest(x, side)
+            first = wanted.get(digest) if digest is not None else None
+            if first is not None and x.pos > first.pos and _stats(x, side) != _stats(first, side):
+                found.add(id(first))
     return found
 
 
-def _target_digest(t: Tensor) -> str | None:
-    digest = t.row.__dict__.get("target_md5")  # sparse statistics rows (DumpRow.__getattr__)
+def _digest(t: Tensor, side: str) -> str | None:
+    digest = t.row.__dict__.get(f"{side}_md5")  # sparse statistics rows (DumpRow.__getattr__)
     return digest if isinstance(digest, str) else None
 
 
-def _target_stats(t: Tensor) -> tuple[object, ...]:
-    stats = t.row.__dict__.get("target_stats") or {}
+def _stats(t: Tensor, side: str) -> tuple[str, ...]:
+    stats = t.row.__dict__.get(f"{side}_stats") or {}
     return tuple(repr(stats.get(k)) for k in ("Max", "Min", "Mean", "Norm"))  # repr: NaN equals NaN
 
 
