@@ -1116,6 +1116,52 @@ def _two_ranks(side: str, rank: int, wrong_gelu: Callable[..., Tensor] = gelu_pl
     return Plan(_forward(model, ids))
 
 
+class TopKMoE(nn.Module):
+    """A mixture-of-experts layer: each token goes to the top 2 of 4 experts its router scores (``torch.topk`` over
+    the softmax of the router's logits); boolean indexing, which msprobe does not dump, picks each expert's rows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.router = nn.Linear(8, 4, bias=False)
+        self.experts = nn.ModuleList(nn.Linear(8, 8) for _ in range(4))
+        self.inp = nn.Linear(16, 8)
+        self.out = nn.Linear(8, 4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.inp(x)
+        logits = self.router(h.to(self.router.weight.dtype)).float()
+        weights, idx = torch.topk(F.softmax(logits, dim=-1), 2, dim=-1)
+        y = torch.zeros_like(h)
+        for j in range(2):
+            for e, expert in enumerate(self.experts):
+                sel = idx[:, j] == e
+                if sel.any():
+                    y[sel] += (weights[sel, j:j + 1] * expert(h[sel]).float()).to(y.dtype)
+        return self.out(y.float().to(self.out.weight.dtype))
+
+
+def topk_index_moved(out: Any, _index: int, *args: Any, **kwargs: Any) -> Any:
+    """The right top-k values with token 3's first expert index moved to another expert (a routing bug)."""
+    values, idx = out
+    idx = idx.clone()
+    idx[3, 0] = (idx[3, 0] + 1) % 3
+    return torch.return_types.topk((values, idx))
+
+
+def _moe_topk_wrong(side: str) -> Plan:
+    """The MoE layer, forward only, tensor dump: fp32 golden, bf16 target whose ``torch.topk`` routes one token
+    to another expert."""
+    if side == "target":
+        patch_on(torch, "topk", None, topk_index_moved)
+    torch.manual_seed(3)
+    model = TopKMoE()
+    x = _x((64, 16), seed=2)
+    if side == "target":
+        model.to(torch.bfloat16)
+        x = x.to(torch.bfloat16)
+    return Plan(_forward(model, x))
+
+
 def _data_parallel(side: str, rank: int, fault_rank: int, fault: str, level: str = "L1") -> Plan:
     """Data-parallel training (DistributedDataParallel over gloo): every rank its own batch, one MSE step.
 
@@ -1685,6 +1731,7 @@ BUILDERS: dict[str, Callable[[str, int], Plan]] = {
     "stats_bf16_minilm_gelu_3pct": lambda side, rank: _statistics(_minilm(side, torch.bfloat16, "gelu_3pct", False)),
     "mix_fp16_weight_grad_inf": lambda side, rank: _fp16_weight_grad_inf(side, "mix"),
     "stats_three_ranks_all_gather": _all_gather,
+    "moe_topk_wrong": lambda side, rank: _moe_topk_wrong(side),
 }
 
 

@@ -59,7 +59,9 @@ class CaseSpec:
     # (target key, leaf) pairs msprobe records otherwise on the two sides (other shapes): not checked
     recorded_otherwise: tuple[tuple[str, str], ...] = ()
     loss_scale: float = 1.0  # the target's backward pass is this many times the golden's (GradScaler)
-    autocast: str | None = None  # the target computes under autocast in this dtype: its float32 tensors carry it
+    # the target computes under autocast in this dtype, or casts such results to float32 itself (an MoE router's
+    # softmax): its float32 tensors carry that dtype's rounding
+    autocast: str | None = None
     clean: bool = False  # no fault: every paired tensor agrees within the precision's noise
     drift: bool = False  # fault everywhere: every linear output differs a little, growing
     extra_notes: tuple[str, ...] = field(default_factory=tuple)
@@ -513,6 +515,12 @@ SPECS: dict[str, CaseSpec] = {s.name: s for s in (
              "is 20 % too large on every 4th element; the all_gather hands it to ranks 0 and 1, whose own inputs "
              "agree.", "operator_fault", "Functional.gelu.0.forward", pass_="forward", rank="rank2", world_size=3,
              other_rank_first_diff="Distributed.all_gather.0.forward"),
+    CaseSpec("moe_topk_wrong", "A mixture-of-experts layer (Linear(16, 8), a router Linear(8, 4) without bias, "
+             "softmax, torch.topk(k=2) over the 4 experts, each token's rows picked by boolean indexing for its "
+             "experts, Linear(8, 4) out), 64 tokens, forward only, L1 tensor. Golden fp32, target bf16 whose "
+             "torch.topk returns the right values but moves token 3's first expert index to another expert (a "
+             "routing bug, not a near-tie that rounding decides). The error then grows to the end of the pass.",
+             "operator_fault", "Torch.topk.0.forward", pass_="forward", autocast="bfloat16"),
 )}
 
 CASE_NAMES: tuple[str, ...] = tuple(SPECS)

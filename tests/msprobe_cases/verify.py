@@ -349,6 +349,11 @@ def _encloses(key: str, inner: str) -> bool:
     return outer is not None and path is not None and outer != path and (outer == "" or path.startswith(outer + "."))
 
 
+def _carried(spec: CaseSpec, tol: float) -> float:
+    """The agreement bound of a tensor, widened to the low precision its float32 values were computed from, if any."""
+    return max(tol, AGREE_TOL[spec.autocast]) if spec.autocast is not None else tol
+
+
 def _check_fault(spec: CaseSpec, g: Side, t: Side) -> dict[str, Any]:
     first = spec.first_op
     assert first is not None
@@ -369,7 +374,7 @@ def _check_fault(spec: CaseSpec, g: Side, t: Side) -> dict[str, Any]:
             continue  # a module around the faulty call is recorded where it starts, and its output holds the fault
         for name, (d, tol) in diff_entries(g, gkey, t, tkey).items():
             compared += 1
-            if not d.agrees(tol):
+            if not d.agrees(_carried(spec, tol)):
                 raise CaseError(f"{spec.name}: {tkey} {name} already differs before {first}: {d.text()}")
             if d.rel_l2 is not None:
                 before_noise = max(before_noise, d.rel_l2)
@@ -380,6 +385,7 @@ def _check_fault(spec: CaseSpec, g: Side, t: Side) -> dict[str, Any]:
     outputs = [n for n in diffs if not _is_input(n)]
     for name in inputs:
         d, tol = diffs[name]
+        tol = _carried(spec, tol)
         if name in expected_bad and not d.differs(tol):
             raise CaseError(f"{spec.name}: {first} {name} should differ but {d.text()}")
         if name not in expected_bad and not d.agrees(tol):
@@ -421,8 +427,7 @@ def _check_everywhere(spec: CaseSpec, g: Side, t: Side) -> dict[str, Any]:
         for name, (d, tol) in diff_entries(g, gkey, replace(t, scale=spec.loss_scale) if scaled else t, tkey).items():
             if (tkey, name) in spec.recorded_otherwise:
                 continue
-            if spec.autocast is not None:  # float32 tensors computed from autocast's low-precision results
-                tol = max(tol, AGREE_TOL[spec.autocast])
+            tol = _carried(spec, tol)
             # a parameter's gradient sums every position's rounding, and a backward tensor carries the rounding of
             # the whole forward pass and of the backward so far (a 6-layer BERT's fp16 attention gradients move
             # 0.5 %): four times the bar (the diagnosis's allowance for reductions); a CNN's ReLU backward masks flip

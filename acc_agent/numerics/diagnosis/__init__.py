@@ -55,7 +55,12 @@ from acc_agent.numerics.diagnosis.localise import (
 from acc_agent.numerics.diagnosis.measure import mixed_precision, numel, shapes_differ
 from acc_agent.numerics.diagnosis.ranks import combine_ranks
 from acc_agent.numerics.diagnosis.recheck import recheck, recheck_extremes
-from acc_agent.numerics.diagnosis.selection import MILD_EXCESS, precision_selection, undumped_choice_hint
+from acc_agent.numerics.diagnosis.selection import (
+    MILD_EXCESS,
+    choice_refuted,
+    precision_selection,
+    undumped_choice_hint,
+)
 from acc_agent.numerics.diagnosis.shared_setting import same_kind_growth, starts_in_float32_call
 from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
 
@@ -298,7 +303,9 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
     ends = dead_end(t, graph) if finding.enters in ("operator", "overflow") and not gradient else None
     if finding.enters == "overflow" and ends is True:
         return explain.layer_mismatch(t, final, [], True, base)
-    if finding.enters == "operator":
+    # a choice the recorded tensors show precision does not explain is the call's, whatever follows it: the final
+    # outputs may agree (one token of 256 routed elsewhere) or the error may grow after it, as a wrong choice's does
+    if finding.enters == "operator" and not choice_refuted(finding, golden, target):
         sensitive = ill_conditioned(t)
         if sensitive is not None and t.strict in (None, "ill_conditioned"):
             return explain.ill_conditioned(t, sensitive, base)

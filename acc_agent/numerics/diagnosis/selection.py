@@ -105,6 +105,16 @@ def precision_selection(finding: Finding, graph: Graph, direction: str, golden: 
     return _behind_unseen_choice(finding, graph, direction)
 
 
+def choice_refuted(finding: Finding, golden: Dump | None, target: Dump | None) -> bool:
+    """Whether the first divergence is a choice (an integer or bool output of inputs within precision) that the
+    recorded tensors show precision does not explain: the same call on the same data chose otherwise, so the call is
+    at fault whatever the final outputs say (one token of 256 routed elsewhere leaves them within tolerance)."""
+    t = finding.tensor
+    if finding.enters != "operator" or t.is_input or not is_integer(t) or t.node is None:
+        return False
+    return _deciding_error(t.node) is not None and _check(t.node, t, golden, target) is False
+
+
 def _choosers_before(graph: Graph, direction: str, pos: int) -> list[tuple[Node, float]]:
     """Calls before ``pos`` that make a choice rounding can decide (latest first), each with its inputs' error; their
     integer outputs are not beyond precision (one that is, is where the difference shows, not a hidden choice)."""
