@@ -53,6 +53,14 @@ def test_a_choice_rounding_does_not_explain_stays_a_fault_of_the_call() -> None:
     fd, diag, _ = _run(MOE / "tensor", "target_topk_wrong")
     assert (diag.category, fd.module) == ("operator_fault", "Torch.topk.0.forward")
     assert "selection_call" not in diag.details
+    d = diag.details
+    # two choices differ: one a near-tie that rounding swaps (as in the clean target), one the bug
+    assert (d["choices_differing"], d["choices"], d["choices_unexplained"]) == (2, 64, 1)
+    gap, diff = d["largest_gap"], d["input_difference"]
+    assert isinstance(gap, float) and isinstance(diff, float) and gap > 2 * diff
+    assert fd.reason.startswith("Torch.topk.0.forward chooses other elements than the golden's at 2 of 64 positions")
+    assert fd.reason.endswith("rounding cannot swap them")
+    assert diag.explanation.startswith("The call chose otherwise, not rounding: ")
 
 
 def test_on_statistics_the_swap_shows_as_another_row_count_after_the_choice() -> None:
@@ -138,6 +146,7 @@ def test_a_mask_flipped_far_from_its_threshold_stays_a_fault_of_the_comparison()
     fd, diag, _ = _run(DATA / "msprobe_threshold_mask", "target_wrong")
     assert (diag.category, fd.module) == ("operator_fault", "Tensor.__gt__.0.forward")
     assert "selection_call" not in diag.details
+    assert diag.details["choices_unexplained"] >= 1 and "rounding cannot flip that comparison" in fd.reason
 
 
 def test_the_checks_measure_swaps_and_flips_and_refuse_what_rounding_cannot_do() -> None:
@@ -147,7 +156,8 @@ def test_the_checks_measure_swaps_and_flips_and_refuse_what_rounding_cannot_do()
     assert isinstance(swapped, ChoiceCheck) and (swapped.differing, swapped.total) == (1, 2)
     assert swapped.largest_gap == pytest.approx(0.001) and swapped.input_difference == pytest.approx(0.001)
     # row 1 swaps 0.9 for 0.5 while its inputs are identical: not rounding
-    assert index_swaps(x, moved, np.array([[0], [2]]), np.array([[0], [0]]), -1) is False
+    refused = index_swaps(x, moved, np.array([[0], [2]]), np.array([[0], [0]]), -1)
+    assert isinstance(refused, ChoiceCheck) and refused.unexplained == 1 and refused.largest_gap == pytest.approx(0.4)
     assert index_swaps(x, moved, np.array([0, 2]), np.array([1, 2]), None) == swapped  # argmax without keepdim
     # what cannot be checked is left alone (True): indices out of range, float indices, shapes that do not fit
     assert index_swaps(x, moved, np.array([[5], [2]]), np.array([[1], [2]]), -1) is True
@@ -155,12 +165,14 @@ def test_the_checks_measure_swaps_and_flips_and_refuse_what_rounding_cannot_do()
     assert index_swaps(x, moved[:1], np.array([[0], [2]]), np.array([[1], [2]]), -1) is True
     nan = x.copy()
     nan[0, 0] = np.nan  # nothing says rounding did it
-    assert index_swaps(x, nan, np.array([[0], [2]]), np.array([[1], [2]]), -1) is False
+    with_nan = index_swaps(x, nan, np.array([[0], [2]]), np.array([[1], [2]]), -1)
+    assert isinstance(with_nan, ChoiceCheck) and with_nan.unexplained == 1  # nothing then says rounding did it
 
     h = np.array([0.2499, 0.3, 0.1])
     flipped = threshold_flips(h, h + 0.0002, 0.25, 0.25, h > 0.25, (h + 0.0002) > 0.25)
     assert isinstance(flipped, ChoiceCheck) and flipped.threshold and flipped.differing == 1
-    assert threshold_flips(h, h, 0.25, 0.25, h > 0.25, np.array([True, True, False])) is False
+    not_rounding = threshold_flips(h, h, 0.25, 0.25, h > 0.25, np.array([True, True, False]))
+    assert isinstance(not_rounding, ChoiceCheck) and not_rounding.unexplained == 1
     assert threshold_flips(h, h, 0.25, 0.25, h > 0.25, h > 0.25) is True  # nothing differs
 
 

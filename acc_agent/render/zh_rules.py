@@ -531,6 +531,28 @@ RULES: list[tuple[str, str]] = [
      "误差从 {start} 开始，末尾为 {f}。没有单个算子出错：这些矩阵乘以降低的精度计算，如 TF32（NVIDIA）和 HF32（昇腾）矩阵乘；"
      "对少数矩阵乘做 tensor 模式 dump 即可通过重算确认。"),
     # ------------------------------------------------------------------ a choice that rounding decides
+    # ------------------------------------------------------------------ a choice rounding does not explain
+    # the whole reason is in the pattern: longer than the reason's own rules, it sees the reason still in English
+    (r"The call chose otherwise, not rounding: (?P<t_reason>\S+ (?:chooses other elements|gives another mask) than the "
+     r"golden's at \d+ of \d+ positions \([^)]+\) from inputs within precision, and at \d+ of them .+?(?:: rounding "
+     r"cannot swap them|: rounding cannot flip that comparison| a NaN where the golden's values are compared))\. ",
+     "是调用本身作出了不同的选择，而非舍入所致：{t_reason}。"),
+    (r"(?P<op>\S+) chooses other elements than the golden's at (?P<d>\d+) of (?P<n>\d+) positions \((?P<arg>[^)]+)\) "
+     r"from inputs within precision, and at (?P<u>\d+) of them the golden's two candidates are (?P<gap>\S+) apart while "
+     r"the runs' inputs differ by at most (?P<diff>\S+) there: rounding cannot swap them",
+     "{op} 在 {n} 个位置中的 {d} 个（{arg}）选出的元素与 golden 不同，而其输入在精度范围内；其中 {u} 个位置上 golden 的两个"
+     "候选值相差 {gap}，而两侧输入在该处最多只相差 {diff}：舍入不可能交换它们"),
+    (r"(?P<op>\S+) gives another mask than the golden's at (?P<d>\d+) of (?P<n>\d+) positions \((?P<arg>[^)]+)\) from "
+     r"inputs within precision, and at (?P<u>\d+) of them the golden's value lies (?P<gap>\S+) from its threshold while "
+     r"the two runs' operands differ by (?P<diff>\S+) there: rounding cannot flip that comparison",
+     "{op} 在 {n} 个位置中的 {d} 个（{arg}）给出的掩码与 golden 不同，而其输入在精度范围内；其中 {u} 个位置上 golden 的值距阈值 "
+     "{gap}，而两侧操作数在该处只相差 {diff}：舍入不可能翻转该比较"),
+    (r"(?P<op>\S+) chooses other elements than the golden's at (?P<d>\d+) of (?P<n>\d+) positions \((?P<arg>[^)]+)\) "
+     r"from inputs within precision, and at (?P<u>\d+) of them a NaN where the golden's values are compared",
+     "{op} 在 {n} 个位置中的 {d} 个（{arg}）选出的元素与 golden 不同，而其输入在精度范围内；其中 {u} 个位置上比较的 golden 值含 NaN"),
+    (r"(?P<op>\S+) gives another mask than the golden's at (?P<d>\d+) of (?P<n>\d+) positions \((?P<arg>[^)]+)\) from "
+     r"inputs within precision, and at (?P<u>\d+) of them a NaN where the golden's values are compared",
+     "{op} 在 {n} 个位置中的 {d} 个（{arg}）给出的掩码与 golden 不同，而其输入在精度范围内；其中 {u} 个位置上比较的 golden 值含 NaN"),
     (r"(?P<op>\S+) chooses other elements than the golden's at (?P<d>\d+) of (?P<n>\d+) positions \((?P<arg>[^)]+)\) "
      r"from inputs within precision \((?P<err>\S+) relative\): at every one of them the golden's two candidates lie "
      r"(?P<gap>\S+) apart at most, while the runs' inputs differ by up to (?P<diff>\S+) there, enough to swap values "

@@ -305,7 +305,8 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
         return explain.layer_mismatch(t, final, [], True, base)
     # a choice the recorded tensors show precision does not explain is the call's, whatever follows it: the final
     # outputs may agree (one token of 256 routed elsewhere) or the error may grow after it, as a wrong choice's does
-    if finding.enters == "operator" and not choice_refuted(finding, golden, target):
+    refuted = choice_refuted(finding, golden, target)
+    if finding.enters == "operator" and refuted is None:
         sensitive = ill_conditioned(t)
         if sensitive is not None and t.strict in (None, "ill_conditioned"):
             return explain.ill_conditioned(t, sensitive, base)
@@ -338,6 +339,8 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
             if gemms is not None:  # every GEMM adds its own error: a precision setting, not this call
                 return None, explain.gemm_precision(t, final, gemms, base)
     fd, diag = _operator_fault(finding, final, graph, golden, target, use_bench, direction, base)
+    if refuted is not None:
+        explain.refuted_choice(fd, diag, t, refuted)
     hint = undumped_choice_hint(finding, graph, direction)
     if hint is not None:
         diag.explanation += " " + hint

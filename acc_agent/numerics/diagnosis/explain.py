@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
     from acc_agent.numerics.diagnosis.conditioning import IllConditioned
     from acc_agent.numerics.diagnosis.gemm_precision import CoarseGemms
-    from acc_agent.numerics.diagnosis.selection import PrecisionSelection
+    from acc_agent.numerics.diagnosis.selection import ChoiceCheck, PrecisionSelection
 
 
 def value_text(v: object) -> str:
@@ -555,6 +555,28 @@ def golden_overflow(f: Finding, base: JudgementFields) -> tuple[FirstDivergence,
                       "overflows."],
         details={"golden_overflow": t.name}, **base)
     return fd, diag
+
+
+def refuted_choice(fd: FirstDivergence, diag: Diagnosis, t: Tensor, check: ChoiceCheck) -> None:
+    """A choice that differs where rounding cannot have decided it: the reason and the explanation say so, with the
+    widest such position's figures, and ``details`` carries them."""
+    op = t.node.key if t.node is not None else t.key
+    gap, diff = check.largest_gap, check.input_difference
+    if math.isnan(gap) or math.isnan(diff):
+        where = "a NaN where the golden's values are compared"
+    elif check.threshold:
+        where = (f"the golden's value lies {fmt(gap)} from its threshold while the two runs' operands differ by "
+                 f"{fmt(diff)} there: rounding cannot flip that comparison")
+    else:
+        where = (f"the golden's two candidates are {fmt(gap)} apart while the runs' inputs differ by at most "
+                 f"{fmt(diff)} there: rounding cannot swap them")
+    what = "gives another mask than the golden's" if check.threshold else "chooses other elements than the golden's"
+    fd.reason = (f"{op} {what} at {check.differing} of {check.total} positions ({t.arg}) from inputs within "
+                 f"precision, and at {check.unexplained} of them {where}")
+    diag.explanation = f"The call chose otherwise, not rounding: {fd.reason}. " + diag.explanation
+    diag.details.update({"choices_differing": check.differing, "choices": check.total,
+                         "choices_unexplained": check.unexplained, "largest_gap": gap if math.isfinite(gap) else None,
+                         "input_difference": diff if math.isfinite(diff) else None})
 
 
 def _selection_reason(sel: PrecisionSelection) -> str:

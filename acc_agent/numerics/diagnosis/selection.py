@@ -61,6 +61,9 @@ class ChoiceCheck:
     largest_gap: float  # the golden's largest distance between the two chosen candidates (or value and threshold)
     input_difference: float  # the largest input difference in the slices concerned (in both operands' at a threshold)
     threshold: bool = False  # a comparison against a threshold, not an ordering
+    # positions where the gap is larger than the inputs' difference can reorder (or NaN): rounding does not explain
+    # them, and ``largest_gap`` / ``input_difference`` are then those of the widest such position
+    unexplained: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +93,7 @@ def precision_selection(finding: Finding, graph: Graph, direction: str, golden: 
         if error is None:
             return None
         check = _check(t.node, t, golden, target)
-        if check is False:
+        if isinstance(check, ChoiceCheck) and check.unexplained:
             return None
         followed = any(n.pos > t.node.pos and n.computing and n.direction == direction for n in graph.nodes)
         return PrecisionSelection(t.node, t, error, t, None, check if isinstance(check, ChoiceCheck) else None,
@@ -105,14 +108,17 @@ def precision_selection(finding: Finding, graph: Graph, direction: str, golden: 
     return _behind_unseen_choice(finding, graph, direction)
 
 
-def choice_refuted(finding: Finding, golden: Dump | None, target: Dump | None) -> bool:
-    """Whether the first divergence is a choice (an integer or bool output of inputs within precision) that the
-    recorded tensors show precision does not explain: the same call on the same data chose otherwise, so the call is
-    at fault whatever the final outputs say (one token of 256 routed elsewhere leaves them within tolerance)."""
+def choice_refuted(finding: Finding, golden: Dump | None, target: Dump | None) -> ChoiceCheck | None:
+    """The check of the first divergence when it is a choice (an integer or bool output of inputs within precision)
+    that the recorded tensors show precision does not explain (``unexplained`` > 0), else None: the same call on the
+    same data chose otherwise, so the call is at fault whatever the final outputs say (one token of 256 routed
+    elsewhere leaves them within tolerance)."""
     t = finding.tensor
-    if finding.enters != "operator" or t.is_input or not is_integer(t) or t.node is None:
-        return False
-    return _deciding_error(t.node) is not None and _check(t.node, t, golden, target) is False
+    if finding.enters != "operator" or t.is_input or not is_integer(t) or t.node is None \
+            or _deciding_error(t.node) is None:
+        return None
+    check = _check(t.node, t, golden, target)
+    return check if isinstance(check, ChoiceCheck) and check.unexplained else None
 
 
 def _choosers_before(graph: Graph, direction: str, pos: int) -> list[tuple[Node, float]]:
@@ -242,8 +248,7 @@ def _choices(t: Tensor) -> int:
 
 
 def _check(node: Node, choice: Tensor, golden: Dump | None, target: Dump | None) -> ChoiceCheck | bool:
-    """The choices checked on the recorded tensors; True where they cannot be, False where precision does not
-    explain them."""
+    """The choices checked on the recorded tensors; True where they cannot be."""
     name = api_name(node.key)
     source = next((x for x in node.inputs if x.m.dtype is not None and budgets.is_float(x.m.dtype)), None)
     if golden is None or target is None or source is None or choice.m.measure != "tensor" \
@@ -267,9 +272,9 @@ def _check(node: Node, choice: Tensor, golden: Dump | None, target: Dump | None)
 
 
 def index_swaps(xg: Array, xt: Array, ig: Array, it: Array, dim: int | None) -> ChoiceCheck | bool:
-    """Positions chosen along one axis (top-k, argmax...) checked against the inputs' difference: a ChoiceCheck when
-    every differing choice is within what that difference can reorder, False when one is not, True when the arrays
-    do not allow the check."""
+    """Positions chosen along one axis (top-k, argmax...) checked against the inputs' difference: a ChoiceCheck
+    (``unexplained`` counts the differing choices beyond what that difference can reorder), True when the arrays do
+    not allow the check."""
     axis = _axis(xg.shape, ig.shape, dim)
     if axis is None or xg.shape != xt.shape or ig.shape != it.shape or ig.dtype.kind not in "iu" \
             or it.dtype.kind not in "iu":
@@ -291,9 +296,7 @@ def index_swaps(xg: Array, xt: Array, ig: Array, it: Array, dim: int | None) -> 
         gaps, bounds = gap[differ], bound[differ]
     if not gaps.size:
         return True
-    if not bool(np.all(gaps <= bounds * (1.0 + 1e-9))):  # a NaN fails too: nothing then says rounding did it
-        return False
-    return ChoiceCheck(int(differ.sum()), int(ig.size), float(gaps.max()), float(bounds.max() / 2.0))
+    return _judged(gaps, bounds / 2.0, bounds, int(ig.size))
 
 
 def _check_comparison(node: Node, mask: Tensor, golden: Dump, target: Dump) -> ChoiceCheck | bool:
@@ -322,7 +325,7 @@ def _check_comparison(node: Node, mask: Tensor, golden: Dump, target: Dump) -> C
 def threshold_flips(xg: Array, xt: Array, yg: Array | float, yt: Array | float, mg: Array, mt: Array
                     ) -> ChoiceCheck | bool:
     """Masks of ``x > y`` (or <, >=, <=) checked against the operands' difference: where they differ, the golden's x
-    must lie closer to y than the runs' x and y differ there. ChoiceCheck / False / True as :func:`index_swaps`."""
+    must lie closer to y than the runs' x and y differ there. ChoiceCheck / True as :func:`index_swaps`."""
     x_g, x_t = np.broadcast_arrays(np.asarray(xg).astype(np.float64), np.asarray(xt).astype(np.float64))
     y_g = np.broadcast_to(np.asarray(yg).astype(np.float64), x_g.shape)
     y_t = np.broadcast_to(np.asarray(yt).astype(np.float64), x_g.shape)
@@ -334,9 +337,20 @@ def threshold_flips(xg: Array, xt: Array, yg: Array | float, yt: Array | float, 
         moved = (np.abs(x_t - x_g) + np.abs(y_t - y_g))[differ]
     if not gap.size:
         return True
-    if not bool(np.all(gap <= moved * (1.0 + 1e-9))):
-        return False
-    return ChoiceCheck(int(differ.sum()), int(differ.size), float(gap.max()), float(moved.max()), threshold=True)
+    return _judged(gap, moved, moved, int(differ.size), threshold=True)
+
+
+def _judged(gaps: npt.NDArray[np.float64], differences: npt.NDArray[np.float64], bounds: npt.NDArray[np.float64],
+            total: int, threshold: bool = False) -> ChoiceCheck:
+    """The differing choices' ChoiceCheck: each gap against the bound its inputs' difference sets (a NaN gap or bound
+    is unexplained: nothing then says rounding did it)."""
+    with np.errstate(invalid="ignore"):
+        bad = ~(gaps <= bounds * (1.0 + 1e-9))
+    if bool(bad.any()):
+        widest = int(np.argmax(np.where(bad, np.nan_to_num(gaps, nan=np.inf), -np.inf)))
+        return ChoiceCheck(int(gaps.size), total, float(gaps[widest]), float(differences[widest]), threshold,
+                           unexplained=int(bad.sum()))
+    return ChoiceCheck(int(gaps.size), total, float(gaps.max()), float(differences.max()), threshold)
 
 
 def _threshold(node: Node, dump: Dump) -> float | None:
