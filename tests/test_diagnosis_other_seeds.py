@@ -37,3 +37,15 @@ def test_tf32_gemms_whose_statistics_errors_spread_widely_are_a_precision_settin
     assert out.first_divergence is None or out.first_divergence.module == "Functional.linear.0.forward"
     gemms = diag.details.get("gemm_residuals") or diag.details.get("gemms")
     assert gemms, diag.details
+
+
+def test_a_transposed_weight_with_the_goldens_exact_statistics_is_named_as_possible_not_claimed() -> None:
+    """The q-projection's weight stored transposed, whose four statistics happen to equal the golden's bit for bit: the
+    call is named, and the explanation says its weight may be stored otherwise, which statistics cannot show."""
+    out = _run(DATA / "msprobe_weight_transposed_same_stats")
+    diag, fd = out.diagnosis, out.first_divergence
+    assert diag is not None and fd is not None
+    assert (diag.category, fd.module) == ("operator_fault", "Functional.linear.0.forward")
+    assert diag.details["weights_with_golden_statistics"] == ["input.1"]
+    assert "Its weight input.1 has the golden's exact statistics" in diag.explanation
+    assert any("transposed" in a for a in diag.next_actions)

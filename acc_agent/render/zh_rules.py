@@ -369,6 +369,11 @@ RULES: list[tuple[str, str]] = [
      r"mask built one position off, token ids from another tokenizer\) rather than the operator itself\.",
      " 其输入 {args} 在此统计量 dump 中没有 Mean/Norm（msprobe 对整数和布尔张量只记录 Max/Min），因此看不出其中的差异："
      "故障可能从这里进入（例如掩码错位一格、来自另一个分词器的 token id），而不是算子本身。"),
+    (r" Its weights? (?P<args>\S+(?:, \S+)*) ha(?:s|ve) the golden's exact statistics, which a weight stored transposed or "
+     r"permuted \(a checkpoint conversion\) keeps too: statistics cannot tell such a weight from a fault in this call, "
+     r"which an md5 or tensor dump of the weight tells apart\.",
+     " 其权重 {args} 的统计量与 golden 完全相同，而转置或置换存储的权重（检查点转换）同样会保持这些统计量：仅凭统计量无法区分这样的"
+     "权重与本调用的故障，对该权重做 md5 或张量 dump 可以区分两者。"),
     (r" Its per-channel parameters meet its input's channels here: statistics cannot tell a fault in this call from "
      r"channels permuted before it \(a weight with two output channels swapped keeps every statistic of the tensors "
      r"before it\), which an md5 or tensor dump tells apart\.",

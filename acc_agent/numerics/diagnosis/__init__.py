@@ -518,6 +518,14 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         explanation += (" Its per-channel parameters meet its input's channels here: statistics cannot tell a fault in "
                         "this call from channels permuted before it (a weight with two output channels swapped keeps "
                         "every statistic of the tensors before it), which an md5 or tensor dump tells apart.")
+    same_weights = _weights_with_golden_statistics(node) if f.enters == "operator" and t.m.measure == "statistics" \
+        and probes.family(node.key) in ("linear", "conv") else []
+    if same_weights:
+        many = len(same_weights) > 1
+        explanation += (f" Its weight{'s' if many else ''} {', '.join(same_weights)} {'have' if many else 'has'} the "
+                        "golden's exact statistics, which a weight stored transposed or permuted (a checkpoint "
+                        "conversion) keeps too: statistics cannot tell such a weight from a fault in this call, which an "
+                        "md5 or tensor dump of the weight tells apart.")
     if f.after_mild is not None and f.after_mild.node is not None:
         explanation += (f" Before it, outputs differ only at a precision level (the first: {f.after_mild.node.key}, "
                         f"{explain.fmt(f.after_mild.excess, '.3g')}x the allowed error), as GEMMs in a reduced precision "
@@ -534,6 +542,7 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                  "enters_through": f.enters, "argument": f.argument, "difference": difference,
                  "argument_kind": t.leaf if f.enters == "argument" and f.scalar is None else None,
                  "inputs_statistics_cannot_show": unseen,
+                 "weights_with_golden_statistics": same_weights,
                  "first_bad_tensor_inside": t.name if f.container is not None else None,
                  "operator_family": probes.family(node.key),
                  "measured_behaviour": measured.shows if measured is not None else None}, **base)
@@ -543,6 +552,14 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
 PER_CHANNEL = frozenset({"batch_norm", "group_norm", "instance_norm", "layer_norm", "rms_norm", "BatchNorm1d",
                          "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
                          "InstanceNorm3d", "LayerNorm", "RMSNorm"})
+
+
+def _weights_with_golden_statistics(node: Node) -> list[str]:
+    """The call's loaded (parameter) inputs whose recorded statistics equal the golden's exactly: a transposed or
+    permuted weight keeps its Max and Min, and its Mean and Norm when the two sums happen to round alike (a 16x16
+    projection does, at some seeds), so such a weight looks like the golden's in a statistics dump."""
+    return [x.arg for x in node.inputs if x.leaf == "parameter" and x.err == 0.0 and x.m.measure == "statistics"
+            and len(x.row.golden_shape or ()) >= 2]  # a weight matrix or kernel: a bias has no layout to get wrong
 
 
 def _unseen_inputs(node: Node) -> list[str]:
