@@ -57,8 +57,9 @@ from acc_agent.numerics.diagnosis.ranks import combine_ranks
 from acc_agent.numerics.diagnosis.recheck import recheck, recheck_extremes
 from acc_agent.numerics.diagnosis.selection import (
     MILD_EXCESS,
-    choice_refuted,
+    choice_check,
     precision_selection,
+    refuted,
     undumped_choice_hint,
 )
 from acc_agent.numerics.diagnosis.shared_setting import same_kind_growth, starts_in_float32_call
@@ -289,7 +290,8 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
             **base)
     if finding.enters == "data_input":
         return _input_mismatch(finding, golden, target, base)
-    chosen = precision_selection(finding, graph, direction, golden, target)
+    check = choice_check(finding, golden, target)
+    chosen = precision_selection(finding, graph, direction, check)
     if chosen is not None:
         return explain.precision_selection(chosen, base)
     prev = producer_before(finding, graph, direction)
@@ -305,8 +307,8 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
         return explain.layer_mismatch(t, final, [], True, base)
     # a choice the recorded tensors show precision does not explain is the call's, whatever follows it: the final
     # outputs may agree (one token of 256 routed elsewhere) or the error may grow after it, as a wrong choice's does
-    refuted = choice_refuted(finding, golden, target)
-    if finding.enters == "operator" and refuted is None:
+    wrong_choice = refuted(check)
+    if finding.enters == "operator" and wrong_choice is None:
         sensitive = ill_conditioned(t)
         if sensitive is not None and t.strict in (None, "ill_conditioned"):
             return explain.ill_conditioned(t, sensitive, base)
@@ -339,8 +341,8 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
             if gemms is not None:  # every GEMM adds its own error: a precision setting, not this call
                 return None, explain.gemm_precision(t, final, gemms, base)
     fd, diag = _operator_fault(finding, final, graph, golden, target, use_bench, direction, base)
-    if refuted is not None:
-        explain.refuted_choice(fd, diag, t, refuted)
+    if wrong_choice is not None:
+        explain.refuted_choice(fd, diag, t, wrong_choice)
     hint = undumped_choice_hint(finding, graph, direction)
     if hint is not None:
         diag.explanation += " " + hint

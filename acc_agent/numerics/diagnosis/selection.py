@@ -82,18 +82,16 @@ class PrecisionSelection:
     unseen: Tensor | None = None
 
 
-def precision_selection(finding: Finding, graph: Graph, direction: str, golden: Dump | None,
-                        target: Dump | None) -> PrecisionSelection | None:
-    """The selection behind the first divergence when precision decides it, else None."""
+def precision_selection(finding: Finding, graph: Graph, direction: str,
+                        check: ChoiceCheck | bool | None) -> PrecisionSelection | None:
+    """The selection behind the first divergence when precision decides it, else None; ``check`` is
+    :func:`choice_check` of the finding."""
     if direction != "forward":
         return None
     t = finding.tensor
     if finding.enters == "operator" and not t.is_input and is_integer(t) and t.node is not None:
         error = _deciding_error(t.node)
-        if error is None:
-            return None
-        check = _check(t.node, t, golden, target)
-        if isinstance(check, ChoiceCheck) and check.unexplained:
+        if error is None or refuted(check):
             return None
         followed = any(n.pos > t.node.pos and n.computing and n.direction == direction for n in graph.nodes)
         return PrecisionSelection(t.node, t, error, t, None, check if isinstance(check, ChoiceCheck) else None,
@@ -108,16 +106,20 @@ def precision_selection(finding: Finding, graph: Graph, direction: str, golden: 
     return _behind_unseen_choice(finding, graph, direction)
 
 
-def choice_refuted(finding: Finding, golden: Dump | None, target: Dump | None) -> ChoiceCheck | None:
-    """The check of the first divergence when it is a choice (an integer or bool output of inputs within precision)
-    that the recorded tensors show precision does not explain (``unexplained`` > 0), else None: the same call on the
-    same data chose otherwise, so the call is at fault whatever the final outputs say (one token of 256 routed
-    elsewhere leaves them within tolerance)."""
+def choice_check(finding: Finding, golden: Dump | None, target: Dump | None) -> ChoiceCheck | bool | None:
+    """The first divergence's choice checked on the recorded tensors (see :func:`_check`); None when it is no choice
+    (not an integer or bool output of a call whose float inputs are within precision). Made once: it loads tensors."""
     t = finding.tensor
     if finding.enters != "operator" or t.is_input or not is_integer(t) or t.node is None \
             or _deciding_error(t.node) is None:
         return None
-    check = _check(t.node, t, golden, target)
+    return _check(t.node, t, golden, target)
+
+
+def refuted(check: ChoiceCheck | bool | None) -> ChoiceCheck | None:
+    """``check`` when the recorded tensors show precision does not explain the choice (``unexplained`` > 0): the same
+    call on the same data chose otherwise, so the call is at fault whatever the final outputs say (one token of 256
+    routed elsewhere leaves them within tolerance)."""
     return check if isinstance(check, ChoiceCheck) and check.unexplained else None
 
 
