@@ -9,6 +9,12 @@ output) and the backward call's incoming gradient. Re-computed in float64 from t
 from the kernel's result by the result's own rounding only (about 0.4 of a unit roundoff in relative
 L2 on clean BF16 runs, as for the forward re-computation in ``recheck``).
 
+A max pool's backward is re-computed too: it sends each window's incoming gradient to the element the
+forward pass chose, and in FP16 rounding decides near-ties (a window holding one small positive value and
+zeros after a ReLU on one side, only zeros on the other), so a clean run's pooled gradient lands elsewhere
+in a few windows, 9x beyond one operator's budget. Routed by the target's own recorded forward input, the
+kernel's result is reproduced exactly: the choice is rounding's, not the kernel's.
+
 Only the gradient of the call's first input is re-computed, and only where ``output.0`` of the
 backward entry has that input's shape: msprobe records the gradients the call's autograd node
 returns, in that node's order. A norm, softmax or activation node returns the input's gradient
@@ -25,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from acc_agent.numerics.arrays import FloatArray
+from acc_agent.numerics.diagnosis.graph import api_name
 from acc_agent.numerics.diagnosis.probes import Args, as_number, family, norm_axes, relative_residual, sampled
 
 if TYPE_CHECKING:
@@ -41,7 +48,7 @@ def backward_residual(node: Node, forward: Node | None, target: Dump | None) -> 
     if (target is None or forward is None or node.direction != "backward" or not node.outputs
             or node.outputs[0].arg != "output.0" or node.outputs[0].m.measure != "tensor"):
         return None
-    compute = _BACKWARD.get(family(node.key))
+    compute = _max_pool if "max_pool" in api_name(node.key).lower() else _BACKWARD.get(family(node.key))
     if compute is None:
         return None
     try:
@@ -141,6 +148,51 @@ def _activation(f: Args, b: Args, name: str) -> _Pair | None:
     else:
         return None
     return gx, g * slope(x)
+
+
+def _max_pool(f: Args, b: Args, name: str) -> _Pair | None:
+    """A max pool's input gradient: each window's incoming gradient goes to the window's first largest element
+    (the order PyTorch's kernels scan a window in), summed where windows overlap. Only plain max pools of 1 to 3
+    spatial axes without ``ceil_mode``; a tensor holding NaN is left alone (a NaN wins the window there)."""
+    nd = next((n for n in (1, 2, 3) if f"pool{n}d" in name), None)
+    x, g, gx = f.tensor("0"), b.tensor("0"), b.output()
+    if (nd is None or "adaptive" in name or "fractional" in name or x is None or g is None or gx is None
+            or gx.shape != x.shape or x.ndim <= nd or np.isnan(x).any() or f.scalar("5", "ceil_mode")):
+        return None
+    kernel = _axis_ints(f, "1", "kernel_size", nd)
+    if kernel is None:
+        return None
+    stride = _axis_ints(f, "2", "stride", nd) or kernel
+    padding = _axis_ints(f, "3", "padding", nd) or (0,) * nd
+    dilation = _axis_ints(f, "4", "dilation", nd) or (1,) * nd
+    lead, spatial = x.shape[:-nd], x.shape[-nd:]
+    span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True))
+    out = tuple((n + 2 * p - s) // st + 1 for n, p, s, st in zip(spatial, padding, span, stride, strict=True))
+    if g.shape != lead + out or min(out) < 1 or min(stride) < 1:
+        return None
+    padded = np.pad(x, [(0, 0)] * len(lead) + [(p, p) for p in padding], constant_values=-np.inf)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, span, axis=tuple(range(-nd, 0)))
+    windows = windows[(...,) + tuple(slice(0, o * st, st) for o, st in zip(out, stride, strict=True))
+                      + tuple(slice(None, None, d) for d in dilation)]
+    chosen = np.unravel_index(windows.reshape(lead + out + (-1,)).argmax(axis=-1), kernel)
+    grids = np.meshgrid(*(np.arange(o) for o in out), indexing="ij")
+    coords = [grid * st + c * d - p for grid, st, c, d, p in zip(grids, stride, chosen, dilation, padding, strict=True)]
+    flat = np.ravel_multi_index(coords, spatial).reshape(-1, math.prod(out))
+    offsets = np.arange(flat.shape[0])[:, None] * math.prod(spatial)
+    summed = np.bincount((flat + offsets).ravel(), weights=g.reshape(-1), minlength=x.size)
+    return gx, np.asarray(summed, dtype=np.float64).reshape(x.shape)
+
+
+def _axis_ints(f: Args, position: str, keyword: str, nd: int) -> tuple[int, ...] | None:
+    """A pooling argument per spatial axis: one int for all, or one per axis (msprobe records a tuple item by item);
+    None when absent or not integers."""
+    one = f.scalar(keyword, position)
+    if isinstance(one, int) and not isinstance(one, bool):
+        return (one,) * nd
+    items = [f.scalar(f"{keyword}.{i}", f"{position}.{i}") for i in range(nd)]
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+        return tuple(int(v) for v in items)  # type: ignore[call-overload]
+    return None
 
 
 _BACKWARD: dict[str, Callable[[Args, Args, str], _Pair | None]] = {

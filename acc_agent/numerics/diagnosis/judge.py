@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name
 from acc_agent.numerics.diagnosis.measure import SUMMARIES, numel
+from acc_agent.numerics.diagnosis.sums import bias_sum_excess
 
 AMPLIFICATION = 4.0
 LEAF_ROUNDINGS = 4.0
@@ -155,6 +156,15 @@ def judge(graph: Graph, use_bench: bool) -> None:
             cancelled = _cancelled_excess(t, budget, graph)
             if cancelled is not None:
                 t.excess, t.gross, t.cancelled = cancelled, False, True
+            elif not use_bench:
+                summed = bias_sum_excess(t)
+                if summed is not None and summed <= 1.0:
+                    # the channel sum of what came in (see sums.bias_sum_excess): the incoming gradient carries
+                    # that difference elementwise, where its statistics do not show it, and so do the calls after
+                    t.excess, t.gross = summed, False
+                    carried = min(err, REDUCTION_BUDGETS * budget)
+                    if carried > upstream[t.direction]:
+                        upstream[t.direction] = carried
         # a parameter's gradient goes to the optimizer, not to a later call: its error (a cancelled bias
         # gradient's relative 1,000) must not widen what the rest of the pass is allowed
         if not is_input and not reduction and isfinite(err):
