@@ -31,26 +31,32 @@ def _run(folder: Path) -> CompareDumpsOutput:
     return out
 
 
-def test_a_max_pool_backward_routed_by_a_float16_near_tie_is_rounding() -> None:
+@pytest.mark.parametrize("level", ["clean", "l0_clean"])
+def test_a_max_pool_backward_routed_by_a_float16_near_tie_is_rounding(level: str) -> None:
     """Tensor dump: the pooled gradient lands on another element of one window (golden 0 and a small positive value,
-    float16 only zeros). Re-computed from the target's own forward input, the kernel's result is reproduced exactly."""
-    out = _run(DATA / "msprobe_maxpool_fp16_routing" / "clean")
+    float16 only zeros). Re-computed from the target's own forward input, the kernel's result is reproduced exactly;
+    at level L0 the module records no kernel size, and the pooled size's own ratio reproduces it."""
+    out = _run(DATA / "msprobe_maxpool_fp16_routing" / level)
     assert out.diagnosis is not None
     assert (out.verdict, out.diagnosis.category, out.first_divergence) == ("pass", "no_layer_fault", None), \
         out.diagnosis.explanation
 
 
-def test_a_max_pool_backward_that_scales_its_gradient_is_still_the_fault() -> None:
-    out = _run(DATA / "msprobe_maxpool_fp16_routing" / "backward_scaled")
+@pytest.mark.parametrize(("level", "call"), [("backward_scaled", "Functional.max_pool2d.0.backward"),
+                                             ("l0_backward_scaled", "Module.p.MaxPool2d.backward.0")])
+def test_a_max_pool_backward_that_scales_its_gradient_is_still_the_fault(level: str, call: str) -> None:
+    out = _run(DATA / "msprobe_maxpool_fp16_routing" / level)
     fd, diag = out.first_divergence, out.diagnosis
     assert fd is not None and diag is not None
-    assert (diag.category, fd.module, fd.direction) == ("operator_fault", "Functional.max_pool2d.0.backward", "backward")
+    assert (diag.category, fd.module, fd.direction) == ("operator_fault", call, "backward")
 
 
-def test_a_bias_gradient_that_sums_a_routed_gradient_is_rounding_in_a_statistics_dump() -> None:
-    """Statistics dump: the second conv's bias gradient moves 9 % in one channel, while its Mean is the channel sum of
-    the incoming gradient on both sides; the later norm backward carries the same routed difference."""
-    out = _run(DATA / "msprobe_cnn_fp16_routed_gradient" / "clean")
+@pytest.mark.parametrize("level", ["clean", "mix_clean", "l0_clean"])
+def test_a_bias_gradient_that_sums_a_routed_gradient_is_rounding_in_a_statistics_dump(level: str) -> None:
+    """Statistics dump: a conv's bias gradient moves 9 % in one channel, while its Mean is the channel sum of the
+    incoming gradient on both sides; the later norm backward carries the same routed difference. At levels mix and
+    L0 msprobe records each parameter's gradient again (``parameters_grad``): that copy is not a call reading it."""
+    out = _run(DATA / "msprobe_cnn_fp16_routed_gradient" / level)
     assert out.diagnosis is not None
     assert (out.verdict, out.diagnosis.category, out.first_divergence) == ("pass", "no_layer_fault", None), \
         out.diagnosis.explanation

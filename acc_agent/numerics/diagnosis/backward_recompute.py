@@ -48,7 +48,7 @@ def backward_residual(node: Node, forward: Node | None, target: Dump | None) -> 
     if (target is None or forward is None or node.direction != "backward" or not node.outputs
             or node.outputs[0].arg != "output.0" or node.outputs[0].m.measure != "tensor"):
         return None
-    compute = _max_pool if "max_pool" in api_name(node.key).lower() else _BACKWARD.get(family(node.key))
+    compute = _max_pool if _pool_axes(api_name(node.key)) else _BACKWARD.get(family(node.key))
     if compute is None:
         return None
     try:
@@ -151,13 +151,11 @@ def _activation(f: Args, b: Args, name: str) -> _Pair | None:
 
 
 def _max_pool(f: Args, b: Args, name: str) -> _Pair | None:
-    """A max pool's input gradient: each window's incoming gradient goes to the window's first largest element
-    (the order PyTorch's kernels scan a window in), summed where windows overlap. Only plain max pools of 1 to 3
-    spatial axes without ``ceil_mode``; a tensor holding NaN is left alone (a NaN wins the window there)."""
-    nd = next((n for n in (1, 2, 3) if f"pool{n}d" in name), None)
+    """A max pool call's input gradient (see :func:`_routed`), with the geometry its recorded arguments give. Only
+    plain max pools of 1 to 3 spatial axes without ``ceil_mode``."""
+    nd = _pool_axes(name)
     x, g, gx = f.tensor("0"), b.tensor("0"), b.output()
-    if (nd is None or "adaptive" in name or "fractional" in name or x is None or g is None or gx is None
-            or gx.shape != x.shape or x.ndim <= nd or np.isnan(x).any() or f.scalar("5", "ceil_mode")):
+    if nd is None or x is None or g is None or gx is None or gx.shape != x.shape or f.scalar("5", "ceil_mode"):
         return None
     kernel = _axis_ints(f, "1", "kernel_size", nd)
     if kernel is None:
@@ -165,10 +163,30 @@ def _max_pool(f: Args, b: Args, name: str) -> _Pair | None:
     stride = _axis_ints(f, "2", "stride", nd) or kernel
     padding = _axis_ints(f, "3", "padding", nd) or (0,) * nd
     dilation = _axis_ints(f, "4", "dilation", nd) or (1,) * nd
+    routed = _routed(x, g, kernel, stride, padding, dilation)
+    return (gx, routed) if routed is not None else None
+
+
+def _pool_axes(name: str) -> int | None:
+    """Spatial axes of a plain max pool (``max_pool2d``, ``MaxPool2d``: 2); None for anything else."""
+    plain = name.lower().replace("_", "")
+    if "maxpool" not in plain or "adaptive" in plain or "fractional" in plain:
+        return None
+    return next((n for n in (1, 2, 3) if f"pool{n}d" in plain), None)
+
+
+def _routed(x: FloatArray, g: FloatArray, kernel: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...],
+            dilation: tuple[int, ...]) -> FloatArray | None:
+    """A max pool's input gradient: each window's incoming gradient ``g`` goes to the window's first largest element
+    of ``x`` (the order PyTorch's kernels scan a window in), summed where windows overlap. None where ``g`` does not
+    have the pooled shape or ``x`` holds NaN (a NaN wins its window there)."""
+    nd = len(kernel)
+    if x.ndim <= nd or np.isnan(x).any() or min(stride) < 1:
+        return None
     lead, spatial = x.shape[:-nd], x.shape[-nd:]
     span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True))
     out = tuple((n + 2 * p - s) // st + 1 for n, p, s, st in zip(spatial, padding, span, stride, strict=True))
-    if g.shape != lead + out or min(out) < 1 or min(stride) < 1:
+    if g.shape != lead + out or min(out) < 1:
         return None
     padded = np.pad(x, [(0, 0)] * len(lead) + [(p, p) for p in padding], constant_values=-np.inf)
     windows = np.lib.stride_tricks.sliding_window_view(padded, span, axis=tuple(range(-nd, 0)))
@@ -180,7 +198,46 @@ def _max_pool(f: Args, b: Args, name: str) -> _Pair | None:
     flat = np.ravel_multi_index(coords, spatial).reshape(-1, math.prod(out))
     offsets = np.arange(flat.shape[0])[:, None] * math.prod(spatial)
     summed = np.bincount((flat + offsets).ravel(), weights=g.reshape(-1), minlength=x.size)
-    return gx, np.asarray(summed, dtype=np.float64).reshape(x.shape)
+    return np.asarray(summed, dtype=np.float64).reshape(x.shape)
+
+
+#: Geometries an ``nn.MaxPool`` module is tried with when the dump records no arguments (levels L0 and mix): the
+#: pooled size's own ratio (``MaxPool2d(2)``) and the 3-wide windows of ResNet stems and same-size pooling.
+_MODULE_POOL_GUESSES = ((None, None, 0), (3, 2, 1), (3, 1, 1), (2, 1, 0))
+
+
+def module_pool_residual(node: Node, by_key: dict[str, Node], target: Dump | None) -> float | None:
+    """Relative L2 distance of a max-pool module's recorded input gradient from the one routed by the target's own
+    forward input, under the first common geometry that its shapes allow and that reproduces it (None: none does,
+    or this is no max-pool module's backward).
+
+    A module records no kernel size or stride, so the geometry is a guess, and a guess may only clear: a wrong one
+    routes other windows and reproduces nothing, which says nothing about the kernel."""
+    nd = _pool_axes(api_name(node.key))
+    if target is None or nd is None or not node.is_module or ".backward." not in node.key or not node.outputs:
+        return None
+    forward = by_key.get(node.key.replace(".backward.", ".forward.", 1))
+    if forward is None:
+        return None
+    f, b = Args(forward, target, False), Args(node, target, False)
+    x, g, gx = f.tensor("0"), b.tensor("0"), b.output()
+    if x is None or g is None or gx is None or gx.shape != x.shape or x.ndim <= nd or g.ndim != x.ndim:
+        return None
+    best: float | None = None
+    for size, step, pad in _MODULE_POOL_GUESSES:
+        ratios = [n // o if o and n % o == 0 else 0 for n, o in zip(x.shape[-nd:], g.shape[-nd:], strict=True)]
+        kernel = tuple(ratios) if size is None else (size,) * nd
+        stride = tuple(ratios) if step is None else (step,) * nd
+        if min(kernel) < 1 or min(stride) < 1:
+            continue
+        with np.errstate(all="ignore"):
+            routed = _routed(x, g, kernel, stride, (pad,) * nd, (1,) * nd)
+        if routed is None:
+            continue
+        res = relative_residual(gx, routed)
+        if math.isfinite(res) and (best is None or res < best):
+            best = res
+    return best
 
 
 def _axis_ints(f: Args, position: str, keyword: str, nd: int) -> tuple[int, ...] | None:

@@ -211,7 +211,9 @@ class Graph:
         cancel, so rounding moves it far more than one operator's budget, and "nothing downstream is
         wrong" says nothing about it.
         """
-        consumed = {id(x.producer) for x in self.tensors if x.producer is not None}
+        # a ``parameters_grad`` record (levels mix and L0) is that same gradient as the optimizer sees it, not a call
+        # that takes it
+        consumed = {id(x.producer) for x in self.tensors if x.producer is not None and x.role != "parameter_grad"}
         return {id(t) for t in self.tensors
                 if t.role == "parameter_grad"
                 or (t.direction == "backward" and t.role == "output" and t.arg != "output.0"

@@ -157,7 +157,10 @@ def judge(graph: Graph, use_bench: bool) -> None:
             if cancelled is not None:
                 t.excess, t.gross, t.cancelled = cancelled, False, True
             elif not use_bench:
-                summed = bias_sum_excess(t)
+                node = t.node
+                if node is not None and ".parameters_grad" in node.key:
+                    node = graph.backward_of_parameters(node.key)
+                summed = bias_sum_excess(t, node)
                 if summed is not None and summed <= 1.0:
                     # the channel sum of what came in (see sums.bias_sum_excess): the incoming gradient carries
                     # that difference elementwise, where its statistics do not show it, and so do the calls after

@@ -24,7 +24,11 @@ from typing import TYPE_CHECKING
 
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis import probes
-from acc_agent.numerics.diagnosis.backward_recompute import backward_residual, forward_of
+from acc_agent.numerics.diagnosis.backward_recompute import (
+    backward_residual,
+    forward_of,
+    module_pool_residual,
+)
 from acc_agent.numerics.diagnosis.extremes import ACTIVATION_KEY, extremes_excess
 from acc_agent.numerics.diagnosis.sums import ADDITIVE_KEY, ZERO_SUM_BACKWARD_KEY, sum_excess, zero_sum_excess
 
@@ -82,6 +86,9 @@ def _clears(t: Tensor, target: Dump, graph: Graph) -> bool:
     if t.strict or not _eligible(t):
         return False
     residual = _residual(t, target, graph)
+    if residual is None and t.direction == "backward":
+        assert t.node is not None  # _eligible
+        residual = module_pool_residual(t.node, graph.by_key, target)  # clears only: its geometry is a guess
     if residual is None or residual > _allowed(t):
         return False
     t.excess = residual / _allowed(t)

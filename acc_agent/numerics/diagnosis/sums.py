@@ -39,7 +39,7 @@ from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis.measure import SUMMARIES, numel
 
 if TYPE_CHECKING:
-    from acc_agent.numerics.diagnosis.graph import Tensor
+    from acc_agent.numerics.diagnosis.graph import Node, Tensor
 
 #: Roundings of each recorded Mean (one for the rounding to the tensor's dtype, one for the summation).
 MEAN_ROUNDINGS = 2.0
@@ -102,11 +102,11 @@ def _zero_mean(stats: dict[str, float | None] | None, n: int, dtype: str | None
     return abs(recorded) / allowed, "Mean", float(recorded), 0.0
 
 
-def bias_sum_excess(t: Tensor) -> float | None:
-    """How far a backward call's 1-d output ``t`` has its recorded Mean from the channel sum of the call's incoming
-    gradient (> 1: beyond rounding), on the target; None where the golden's numbers do not keep the identity (``t``
-    is no bias gradient) or it cannot be checked (see the module docstring)."""
-    node = t.node
+def bias_sum_excess(t: Tensor, node: Node | None) -> float | None:
+    """How far a backward call's 1-d output ``t`` has its recorded Mean from the channel sum of the incoming gradient
+    of ``node`` (its call, or for a ``parameters_grad`` record its module's backward call; > 1: beyond rounding), on
+    the target; None where the golden's numbers do not keep the identity (``t`` is no bias gradient) or it cannot be
+    checked (see the module docstring)."""
     if node is None or t.direction != "backward" or t.is_input or t.m.measure not in SUMMARIES:
         return None
     shape = t.row.golden_shape or t.row.target_shape
