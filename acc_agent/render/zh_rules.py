@@ -677,6 +677,28 @@ RULES: list[tuple[str, str]] = [
     (r"The network input already differs \((?P<name>\S+)\); measured on the data: (?P<facts>.+)\.$",
      "网络输入已经不同（{name}）；数据实测：{facts}。"),
     (r"The network input already differs \((?P<name>\S+), (?P<t_err>" + _B + r")\)(?P<t_rest>.*)$", "网络输入已经不同（{name}，{t_err}）{t_rest}"),
+    (r"The first tensor both runs record, (?P<name>\S+), already differs \((?P<t_err>" + _B + r")\), but "
+     r"(?P<t_unpaired>.+?)\. So it is what calls that were not compared made, not necessarily the data both runs were "
+     r"fed: the runs execute different code\. In eval mode or under torch\.no_grad\(\), nn\.TransformerEncoderLayer "
+     r"and nn\.MultiheadAttention run a fused fast path that msprobe does not record; a layer fused or renamed on one "
+     r"side leaves calls unpaired too\.",
+     "两侧都记录的第一个张量 {name} 已经不同（{t_err}），但{t_unpaired}。因此它是未参与对比的调用算出的结果，未必是两侧输入的数据不同："
+     "两侧执行的是不同的代码。在评估模式（model.eval()）或 torch.no_grad() 下，nn.TransformerEncoderLayer 和 nn.MultiheadAttention "
+     "走 msprobe 不记录的融合快速路径；一侧融合或改名的层也会留下未配对的调用。"),
+    (r"^the first tensor both runs record already differs, but (?P<t_unpaired>.+): what those calls computed was not "
+     r"compared$", "两侧都记录的第一个张量已经不同，但{t_unpaired}：这些调用的计算结果未参与对比"),
+    (r"the target records (?P<n>\d+) calls? before it that the golden does not \(first: (?P<call>[^()]+)\)",
+     "目标侧在它之前记录了 {n} 个 golden 没有的调用（第一个：{call}）"),
+    (r"the golden records (?P<n>\d+) calls? before it that the target does not \(first: (?P<call>[^()]+)\)",
+     "golden 在它之前记录了 {n} 个目标侧没有的调用（第一个：{call}）"),
+    (r"Run both sides in the same mode \(model\.train\(\) or model\.eval\(\)\) and the same torch\.no_grad\(\) use, "
+     r"so that they execute the same calls, then dump and compare again\.",
+     "让两侧以相同模式运行（model.train() 或 model.eval()）并同样使用 torch.no_grad()，使其执行相同的调用，然后重新 dump 并对比。"),
+    (r"If one side fuses or renames these layers, dump both at level mix, or pass a mapping \(target_name: "
+     r"golden_name\) for the renamed calls\.",
+     "若一侧融合或改名了这些层，两侧都以 mix 级别 dump，或为改名的调用传入映射（target_name: golden_name）。"),
+    (r"Only once the calls before it pair, check the input data itself \(preprocessing, tokenizer\)\.",
+     "只有在它之前的调用都配对之后，才去检查输入数据本身（预处理、tokenizer）。"),
     (r": the inputs are different data \(other token ids: another sample or tokenizer\)\.",
      "：输入是不同的数据（token id 不同：另一个样本或 tokenizer）。"),
     (r" and no channel reversal, axis permutation or affine \(mean/std\) map of the golden input explains it: the inputs "

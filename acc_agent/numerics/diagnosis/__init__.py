@@ -64,6 +64,7 @@ from acc_agent.numerics.diagnosis.selection import (
 )
 from acc_agent.numerics.diagnosis.shared_setting import same_kind_growth, starts_in_float32_call
 from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
+from acc_agent.numerics.diagnosis.unpaired import unpaired_before, unpaired_calls
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -289,6 +290,9 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
             details={"worst_row": worst.name, "worst_excess": worst.excess if math.isfinite(worst.excess) else None},
             **base)
     if finding.enters == "data_input":
+        target_calls, golden_calls = unpaired_before(finding.tensor, graph, golden, target)
+        if target_calls or golden_calls:
+            return unpaired_calls(finding.tensor, target_calls, golden_calls, base)
         return _input_mismatch(finding, golden, target, base)
     check = choice_check(finding, golden, target)
     chosen = precision_selection(finding, graph, direction, check)

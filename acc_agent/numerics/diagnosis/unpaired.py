@@ -1,0 +1,77 @@
+"""Calls one run records before the first paired tensor and the other does not: not grounds for an input mismatch.
+
+"The network input already differs" holds when the first tensor both runs record is the data both were fed. When
+one run records calls before it that the other does not, that tensor is what those calls made, and they were not
+compared: the runs executed different code. In eval mode or under ``torch.no_grad()``, ``nn.TransformerEncoderLayer``
+and ``nn.MultiheadAttention`` take a fused fast path that msprobe does not record, so a golden in eval mode against a
+target left in train mode records one call against twenty, and pairing by order and shape pairs the golden's head
+with the target's. The answer names what was not paired instead of blaming the data.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from acc_agent.models.diagnosis import Diagnosis, FirstDivergence
+from acc_agent.numerics.diagnosis import explain
+
+if TYPE_CHECKING:
+    from acc_agent.io.dumps import Dump
+    from acc_agent.numerics.diagnosis.graph import Graph, Tensor
+
+#: Call names listed in the answer, at most.
+_LISTED = 12
+
+
+def unpaired_before(t: Tensor, graph: Graph, golden: Dump | None, target: Dump | None) -> tuple[list[str], list[str]]:
+    """Forward calls each run records before the tensor ``t`` that no compared row pairs: (the target's, the
+    golden's), each in execution order."""
+    if golden is None or target is None:
+        return [], []
+    t_entry = target.by_name.get(t.name)
+    g_entry = golden.by_name.get(t.row.__dict__.get("golden_name") or t.name)
+    paired_target = {x.key for x in graph.tensors}
+    paired_golden = {e.module_key for x in graph.tensors
+                     if (e := golden.by_name.get(x.row.__dict__.get("golden_name") or x.name)) is not None}
+    return (_before(target, t_entry.index if t_entry is not None else 0, paired_target),
+            _before(golden, g_entry.index if g_entry is not None else 0, paired_golden))
+
+
+def _before(dump: Dump, index: int, paired: set[str]) -> list[str]:
+    calls: dict[str, None] = {}
+    for e in dump.entries[:index]:
+        key = e.module_key
+        if key not in paired and ".backward" not in key and "parameters_grad" not in key:
+            calls[key] = None
+    return list(calls)
+
+
+def unpaired_calls(t: Tensor, target_calls: list[str], golden_calls: list[str], base: explain.JudgementFields
+                   ) -> tuple[FirstDivergence, Diagnosis]:
+    """The first paired tensor differs after calls only one run recorded (see the module docstring)."""
+    sides = []
+    if target_calls:
+        sides.append(f"the target records {len(target_calls)} call{'s' * (len(target_calls) > 1)} before it that the "
+                     f"golden does not (first: {target_calls[0]})")
+    if golden_calls:
+        sides.append(f"the golden records {len(golden_calls)} call{'s' * (len(golden_calls) > 1)} before it that the "
+                     f"target does not (first: {golden_calls[0]})")
+    unpaired = "; ".join(sides)
+    fd = FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=explain.metrics(t),
+                         reason=f"the first tensor both runs record already differs, but {unpaired}: what those calls "
+                                "computed was not compared", direction=t.direction)  # type: ignore[arg-type]
+    explanation = (f"The first tensor both runs record, {t.name}, already differs ({explain.error_text(t)}), but "
+                   f"{unpaired}. So it is what calls that were not compared made, not necessarily the data both runs "
+                   "were fed: the runs execute different code. In eval mode or under torch.no_grad(), "
+                   "nn.TransformerEncoderLayer and nn.MultiheadAttention run a fused fast path that msprobe does not "
+                   "record; a layer fused or renamed on one side leaves calls unpaired too.")
+    return fd, Diagnosis(
+        category="layer_mismatch", explanation=explanation,
+        next_actions=["Run both sides in the same mode (model.train() or model.eval()) and the same torch.no_grad() "
+                      "use, so that they execute the same calls, then dump and compare again.",
+                      "If one side fuses or renames these layers, dump both at level mix, or pass a mapping "
+                      "(target_name: golden_name) for the renamed calls.",
+                      "Only once the calls before it pair, check the input data itself (preprocessing, tokenizer)."],
+        details={"first_paired": t.name, "unpaired_target_calls_before": target_calls[:_LISTED],
+                 "unpaired_golden_calls_before": golden_calls[:_LISTED]},
+        **base)
