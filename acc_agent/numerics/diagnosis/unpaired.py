@@ -49,14 +49,10 @@ def _before(dump: Dump, index: int, paired: set[str]) -> list[str]:
 def unpaired_calls(t: Tensor, target_calls: list[str], golden_calls: list[str], base: explain.JudgementFields
                    ) -> tuple[FirstDivergence, Diagnosis]:
     """The first paired tensor differs after calls only one run recorded (see the module docstring)."""
-    sides = []
-    if target_calls:
-        sides.append(f"the target records {len(target_calls)} call{'s' * (len(target_calls) > 1)} before it that the "
-                     f"golden does not (first: {target_calls[0]})")
-    if golden_calls:
-        sides.append(f"the golden records {len(golden_calls)} call{'s' * (len(golden_calls) > 1)} before it that the "
-                     f"target does not (first: {golden_calls[0]})")
-    unpaired = "; ".join(sides)
+    unpaired = "; ".join(f"the {side} records {len(calls)} call{'s' * (len(calls) > 1)} before it that the {other} "
+                         f"does not (first: {calls[0]})"
+                         for side, other, calls in (("target", "golden", target_calls), ("golden", "target", golden_calls))
+                         if calls)
     fd = FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=explain.metrics(t),
                          reason=f"the first tensor both runs record already differs, but {unpaired}: what those calls "
                                 "computed was not compared", direction=t.direction)  # type: ignore[arg-type]
