@@ -176,7 +176,8 @@ def judge(graph: Graph, use_bench: bool) -> None:
                 upstream[direction] = err
 
 
-def _golden_norm(t: Tensor) -> float | None:
+def golden_norm(t: Tensor) -> float | None:
+    """The golden tensor's L2 norm, as the row or the dump records it."""
     d = t.row.__dict__  # sparse statistics rows (DumpRow.__getattr__)
     norm = d.get("golden_norm")
     if norm is None:
@@ -193,7 +194,7 @@ def _cancelled_excess(t: Tensor, budget: float, graph: Graph) -> float | None:
     into one element carries the incoming gradient's rounding, so sqrt(N) times the incoming gradient's
     norm, times the reduction allowance, is what rounding leaves; a gradient that small on the golden
     side is rounding noise itself, and so is a difference within it."""
-    g_norm = _golden_norm(t)
+    g_norm = golden_norm(t)
     node = t.node
     if g_norm is None or node is None or t.err is None or not math.isfinite(t.err):
         return None
@@ -202,7 +203,7 @@ def _cancelled_excess(t: Tensor, budget: float, graph: Graph) -> float | None:
         if node is None:
             return None
     incoming = [(n, x) for x in node.inputs if x.arg == "input.0"
-                for n in (_golden_norm(x),) if n is not None and n > 0]
+                for n in (golden_norm(x),) if n is not None and n > 0]
     out_n, in_n = numel(t.row.golden_shape), numel(incoming[0][1].row.golden_shape) if incoming else None
     if not incoming or not out_n or not in_n:
         return None

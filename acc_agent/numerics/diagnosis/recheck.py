@@ -30,6 +30,7 @@ from acc_agent.numerics.diagnosis.backward_recompute import (
     module_pool_residual,
 )
 from acc_agent.numerics.diagnosis.extremes import ACTIVATION_KEY, extremes_excess
+from acc_agent.numerics.diagnosis.judge import golden_norm
 from acc_agent.numerics.diagnosis.measure import numel
 from acc_agent.numerics.diagnosis.sums import ADDITIVE_KEY, ZERO_SUM_BACKWARD_KEY, sum_excess, zero_sum_excess
 
@@ -103,22 +104,13 @@ def _allowed(t: Tensor) -> float:
     u = budgets.unit_roundoff(t.m.dtype)
     spacing = _SUBNORMAL_SPACING.get(budgets.canonical_dtype(t.m.dtype) or "", 0.0)
     n = numel(t.row.golden_shape or t.row.target_shape)
-    norm = _norm(t)
+    norm = golden_norm(t)
     floor = math.sqrt(n) * spacing / 2.0 / norm if spacing and n and norm else 0.0
     return RECOMPUTE_ROUNDINGS * (u + floor)
 
 
 #: The distance between neighbouring subnormal numbers of the low-precision formats (bfloat16's are too small to show).
 _SUBNORMAL_SPACING = {"float16": 2.0**-24}
-
-
-def _norm(t: Tensor) -> float | None:
-    """The output's L2 norm, as the dump records it."""
-    d = t.row.__dict__  # sparse statistics rows (DumpRow.__getattr__)
-    norm = d.get("golden_norm")
-    if norm is None:
-        norm = (d.get("golden_stats") or {}).get("Norm")
-    return float(norm) if isinstance(norm, int | float) and math.isfinite(norm) and norm > 0 else None
 
 
 def _eligible(t: Tensor) -> bool:
