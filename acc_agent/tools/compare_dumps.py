@@ -216,14 +216,15 @@ def cancelled_gradient_only(row: DumpRow, cancelled: frozenset[str]) -> bool:
 
     A conv bias before a train-mode BatchNorm has a gradient of zero in theory: 1e-8 on the golden,
     1e-5 in fp16, a NormRelativeErr of 1,000 that is rounding noise. The diagnosis judges such a
-    gradient against what rounding leaves of its summed terms; the CSV keeps msprobe's Result."""
+    gradient against what rounding leaves of its summed terms; the CSV keeps msprobe's Result. At another float
+    type its md5 digests differ too, as every tensor's do."""
     d = row.__dict__
     if d["name"] not in cancelled or d.get("status") not in ("error", "warning"):
         return False
-    from acc_agent.tools._stat_rows import MSG_DTYPE
+    from acc_agent.tools._stat_rows import MSG_DTYPE, MSG_MD5
 
     rest = set(str(d.get("message") or "").split("; ")) - _norm_rules() - {""}
-    return not rest or (rest == {MSG_DTYPE} and _float_types_differ(d))
+    return not rest or (MSG_DTYPE in rest and rest <= {MSG_DTYPE, MSG_MD5} and _float_types_differ(d))
 
 
 def precision_change_only(row: DumpRow) -> bool:
