@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pytest
+from recorded_dumps import compare_recorded
 
-from acc_agent.models.compare import CompareDumpsOutput
 from acc_agent.numerics.arrays import FloatArray
-from acc_agent.registry import call_tool
 
 if TYPE_CHECKING:
     from acc_agent.numerics.diagnosis.probes import Args
@@ -25,18 +24,12 @@ if TYPE_CHECKING:
 DATA = Path(__file__).parent / "data"
 
 
-def _run(folder: Path) -> CompareDumpsOutput:
-    out = call_tool("compare_dumps", {"golden": str(folder / "golden"), "target": str(folder / "target"), "workers": 1})
-    assert isinstance(out, CompareDumpsOutput) and out.diagnosis is not None
-    return out
-
-
 @pytest.mark.parametrize("level", ["clean", "l0_clean"])
 def test_a_max_pool_backward_routed_by_a_float16_near_tie_is_rounding(level: str) -> None:
     """Tensor dump: the pooled gradient lands on another element of one window (golden 0 and a small positive value,
     float16 only zeros). Re-computed from the target's own forward input, the kernel's result is reproduced exactly;
     at level L0 the module records no kernel size, and the pooled size's own ratio reproduces it."""
-    out = _run(DATA / "msprobe_maxpool_fp16_routing" / level)
+    out = compare_recorded(DATA / "msprobe_maxpool_fp16_routing" / level)
     assert out.diagnosis is not None
     assert (out.verdict, out.diagnosis.category, out.first_divergence) == ("pass", "no_layer_fault", None), \
         out.diagnosis.explanation
@@ -45,7 +38,7 @@ def test_a_max_pool_backward_routed_by_a_float16_near_tie_is_rounding(level: str
 @pytest.mark.parametrize(("level", "call"), [("backward_scaled", "Functional.max_pool2d.0.backward"),
                                              ("l0_backward_scaled", "Module.p.MaxPool2d.backward.0")])
 def test_a_max_pool_backward_that_scales_its_gradient_is_still_the_fault(level: str, call: str) -> None:
-    out = _run(DATA / "msprobe_maxpool_fp16_routing" / level)
+    out = compare_recorded(DATA / "msprobe_maxpool_fp16_routing" / level)
     fd, diag = out.first_divergence, out.diagnosis
     assert fd is not None and diag is not None
     assert (diag.category, fd.module, fd.direction) == ("operator_fault", call, "backward")
@@ -57,14 +50,14 @@ def test_a_bias_gradient_that_sums_a_routed_gradient_is_rounding_in_a_statistics
     incoming gradient on both sides; the later norm backward carries the same routed difference. At levels mix and
     L0 msprobe records each parameter's gradient again (``parameters_grad``): that copy is not a call reading it. In an
     md5 dump a cancelled bias gradient's digest differs at another float type, as every tensor's does: no failure."""
-    out = _run(DATA / "msprobe_cnn_fp16_routed_gradient" / level)
+    out = compare_recorded(DATA / "msprobe_cnn_fp16_routed_gradient" / level)
     assert out.diagnosis is not None
     assert (out.verdict, out.diagnosis.category, out.first_divergence) == ("pass", "no_layer_fault", None), \
         out.diagnosis.explanation
 
 
 def test_a_bias_gradient_scaled_by_its_kernel_is_still_the_fault() -> None:
-    out = _run(DATA / "msprobe_cnn_fp16_routed_gradient" / "bias_gradient_scaled")
+    out = compare_recorded(DATA / "msprobe_cnn_fp16_routed_gradient" / "bias_gradient_scaled")
     fd, diag = out.first_divergence, out.diagnosis
     assert fd is not None and diag is not None
     assert (diag.category, fd.name) == ("operator_fault", "Functional.conv2d.1.backward.output.2")

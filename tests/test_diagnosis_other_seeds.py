@@ -9,19 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from recorded_dumps import compare_recorded, untranslated
 
 from acc_agent.models.compare import CompareDumpsOutput
-from acc_agent.registry import call_tool
-from acc_agent.render.tooltext import english_words, to_zh
 
 DATA = Path(__file__).parent / "data"
 
 
 def _run(folder: Path) -> CompareDumpsOutput:
-    out = call_tool("compare_dumps", {"golden": str(folder / "golden"), "target": str(folder / "target"), "workers": 1})
-    assert isinstance(out, CompareDumpsOutput) and out.diagnosis is not None
-    texts = [out.diagnosis.explanation, *out.diagnosis.next_actions]
-    assert [english_words(to_zh(t)) for t in texts if english_words(to_zh(t))] == []
+    out = compare_recorded(folder)
+    assert out.diagnosis is not None
+    assert untranslated([out.diagnosis.explanation, *out.diagnosis.next_actions]) == []
     return out
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acc_agent.models.compare import CompareDumpsOutput
-from acc_agent.registry import call_tool
+from recorded_dumps import compare_recorded
 
 DATA = Path(__file__).parent / "data" / "msprobe_layer_norm_fp16_subnormal_gradient"
 
@@ -14,7 +13,7 @@ DATA = Path(__file__).parent / "data" / "msprobe_layer_norm_fp16_subnormal_gradi
 def test_a_float16_gradient_in_the_subnormal_range_is_judged_by_the_subnormals_spacing() -> None:
     """A clean float16 layer norm backward whose input gradient is at most 3.1e-5: re-computed from the target's own
     tensors it is 2.2 unit roundoffs off, which float16's subnormal spacing explains. Before, an operator_fault."""
-    out = call_tool("compare_dumps", {"golden": str(DATA / "golden"), "target": str(DATA / "target"), "workers": 1})
-    assert isinstance(out, CompareDumpsOutput) and out.diagnosis is not None
+    out = compare_recorded(DATA)
+    assert out.diagnosis is not None
     assert (out.verdict, out.diagnosis.category, out.first_divergence) == ("pass", "no_layer_fault", None), \
         out.diagnosis.explanation

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acc_agent.models.compare import CompareDumpsOutput
-from acc_agent.registry import call_tool
-from acc_agent.render.tooltext import english_words, to_zh
+from recorded_dumps import compare_recorded, untranslated
 
 DATA = Path(__file__).parent / "data"
 
@@ -15,10 +13,7 @@ DATA = Path(__file__).parent / "data"
 def test_a_golden_in_eval_mode_against_a_target_in_train_mode_is_not_an_input_mismatch() -> None:
     """The golden's transformer layers ran on a fast path msprobe does not record; the target's 22 calls before the
     head pair with nothing. Before this rule the answer was input_mismatch: "the two runs were not fed the same data"."""
-    out = call_tool("compare_dumps", {"golden": str(DATA / "msprobe_train_vs_eval_fast_path" / "golden"),
-                                      "target": str(DATA / "msprobe_train_vs_eval_fast_path" / "target"),
-                                      "workers": 1})
-    assert isinstance(out, CompareDumpsOutput)
+    out = compare_recorded(DATA / "msprobe_train_vs_eval_fast_path")
     fd, diag = out.first_divergence, out.diagnosis
     assert fd is not None and diag is not None
     assert diag.category == "layer_mismatch", diag.explanation
@@ -29,5 +24,4 @@ def test_a_golden_in_eval_mode_against_a_target_in_train_mode_is_not_an_input_mi
     assert len(before) == 12 and diag.details["unpaired_golden_calls_before"] == []
     assert "the target records 22 calls before it that the golden does not" in diag.explanation
     assert any("model.eval()" in a for a in diag.next_actions)
-    texts = [diag.explanation, fd.reason, *diag.next_actions]
-    assert [english_words(to_zh(t)) for t in texts if english_words(to_zh(t))] == []
+    assert untranslated([diag.explanation, fd.reason, *diag.next_actions]) == []

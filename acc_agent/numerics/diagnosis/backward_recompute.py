@@ -223,11 +223,11 @@ def module_pool_residual(node: Node, by_key: dict[str, Node], target: Dump | Non
     x, g, gx = f.tensor("0"), b.tensor("0"), b.output()
     if x is None or g is None or gx is None or gx.shape != x.shape or x.ndim <= nd or g.ndim != x.ndim:
         return None
+    ratios = tuple(n // o if o and n % o == 0 else 0 for n, o in zip(x.shape[-nd:], g.shape[-nd:], strict=True))
     best: float | None = None
     for size, step, pad in _MODULE_POOL_GUESSES:
-        ratios = [n // o if o and n % o == 0 else 0 for n, o in zip(x.shape[-nd:], g.shape[-nd:], strict=True)]
-        kernel = tuple(ratios) if size is None else (size,) * nd
-        stride = tuple(ratios) if step is None else (step,) * nd
+        kernel = ratios if size is None else (size,) * nd
+        stride = ratios if step is None else (step,) * nd
         if min(kernel) < 1 or min(stride) < 1:
             continue
         with np.errstate(all="ignore"):

@@ -157,10 +157,7 @@ def judge(graph: Graph, use_bench: bool) -> None:
             if cancelled is not None:
                 t.excess, t.gross, t.cancelled = cancelled, False, True
             elif not use_bench:
-                node = t.node
-                if node is not None and ".parameters_grad" in node.key:
-                    node = graph.backward_of_parameters(node.key)
-                summed = bias_sum_excess(t, node)
+                summed = bias_sum_excess(t, summing_call(t, graph))
                 if summed is not None and summed <= 1.0:
                     # the channel sum of what came in (see sums.bias_sum_excess): the incoming gradient carries
                     # that difference elementwise, where its statistics do not show it, and so do the calls after
@@ -185,6 +182,15 @@ def golden_norm(t: Tensor) -> float | None:
     return float(norm) if isinstance(norm, int | float) and math.isfinite(norm) else None
 
 
+def summing_call(t: Tensor, graph: Graph) -> Node | None:
+    """The backward call whose incoming gradient the parameter gradient ``t`` sums: its own call, or for a
+    ``parameters_grad`` record (levels mix and L0) its module's backward call."""
+    node = t.node
+    if node is not None and ".parameters_grad" in node.key:
+        return graph.backward_of_parameters(node.key)
+    return node
+
+
 def _cancelled_excess(t: Tensor, budget: float, graph: Graph) -> float | None:
     """A parameter gradient whose terms cancel to rounding level, judged in absolute terms (None: it is not one).
 
@@ -195,13 +201,9 @@ def _cancelled_excess(t: Tensor, budget: float, graph: Graph) -> float | None:
     norm, times the reduction allowance, is what rounding leaves; a gradient that small on the golden
     side is rounding noise itself, and so is a difference within it."""
     g_norm = golden_norm(t)
-    node = t.node
+    node = summing_call(t, graph)
     if g_norm is None or node is None or t.err is None or not math.isfinite(t.err):
         return None
-    if ".parameters_grad" in node.key:
-        node = graph.backward_of_parameters(node.key)
-        if node is None:
-            return None
     incoming = [(n, x) for x in node.inputs if x.arg == "input.0"
                 for n in (golden_norm(x),) if n is not None and n > 0]
     out_n, in_n = numel(t.row.golden_shape), numel(incoming[0][1].row.golden_shape) if incoming else None

@@ -95,8 +95,7 @@ def _zero_mean(stats: dict[str, float | None] | None, n: int, dtype: str | None
     if not isinstance(recorded, int | float) or not isinstance(norm, int | float) \
             or not math.isfinite(recorded) or not math.isfinite(norm):
         return None
-    u = max(budgets.unit_roundoff(dtype), FLOOR_ROUNDOFF)
-    allowed = MEAN_ROUNDINGS * u * abs(recorded) + min(1.0, ELEMENT_SIGMAS / math.sqrt(n)) * u * norm / math.sqrt(n)
+    allowed = _mean_allowance((recorded,), norm, n, dtype)
     if allowed <= 0:
         return (0.0 if recorded == 0 else math.inf), "Mean", float(recorded), 0.0
     return abs(recorded) / allowed, "Mean", float(recorded), 0.0
@@ -135,10 +134,9 @@ def _channel_sum(incoming: dict[str, float | None] | None, output: dict[str, flo
     b = output.get("Mean") if output else None
     if not all(isinstance(v, int | float) and math.isfinite(v) for v in (a, norm, b)):
         return None
-    expected, recorded = float(a) * n, float(b) * channels  # type: ignore[arg-type]
-    u = max(budgets.unit_roundoff(dtype), FLOOR_ROUNDOFF)
-    allowed = (MEAN_ROUNDINGS * u * (abs(expected) + abs(recorded))
-               + min(1.0, ELEMENT_SIGMAS / math.sqrt(n)) * u * float(norm) * math.sqrt(n))  # type: ignore[arg-type]
+    # on the incoming gradient's scale: the output's channels summed, spread over the incoming elements
+    expected, recorded = float(a), float(b) * channels / n  # type: ignore[arg-type]
+    allowed = _mean_allowance((expected, recorded), float(norm), n, dtype)  # type: ignore[arg-type]
     residual = abs(recorded - expected)
     if allowed <= 0:
         return 0.0 if residual == 0 else math.inf
@@ -181,11 +179,17 @@ def _check(inputs: list[dict[str, float | None] | None], numbers: list[float], o
         return None
     a, b = float(means[0]), float(means[1])  # type: ignore[arg-type]
     expected = a + sign * b
-    u = max(budgets.unit_roundoff(dtype), FLOOR_ROUNDOFF)
-    rms = float(norm) / math.sqrt(n)  # type: ignore[arg-type]
-    allowed = (MEAN_ROUNDINGS * u * (abs(float(recorded)) + abs(a) + abs(b))  # type: ignore[arg-type]
-               + min(1.0, ELEMENT_SIGMAS / math.sqrt(n)) * u * rms)
+    allowed = _mean_allowance((float(recorded), a, b), float(norm), n, dtype)  # type: ignore[arg-type]
     residual = abs(float(recorded) - expected)  # type: ignore[arg-type]
     if allowed <= 0:
         return (0.0 if residual == 0 else math.inf), "Mean", float(recorded), expected  # type: ignore[arg-type]
     return residual / allowed, "Mean", float(recorded), expected  # type: ignore[arg-type]
+
+
+def _mean_allowance(means: tuple[float, ...], norm: float, n: int, dtype: str | None) -> float:
+    """What rounding lets a relation between recorded Means miss by: each Mean's own rounding (``MEAN_ROUNDINGS``
+    roundoffs of its size), and the ``n`` elements' roundings averaged out (``ELEMENT_SIGMAS`` standard deviations of
+    one roundoff of the elements' rms ``norm / sqrt(n)``)."""
+    u = max(budgets.unit_roundoff(dtype), FLOOR_ROUNDOFF)
+    return (MEAN_ROUNDINGS * u * sum(abs(m) for m in means)
+            + min(1.0, ELEMENT_SIGMAS / math.sqrt(n)) * u * norm / math.sqrt(n))
