@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from acc_agent.io.dumps import Dump, ScalarArg, open_dump
+from acc_agent.io.dumps import Dump, DumpEntry, ScalarArg, open_dump
 from acc_agent.io.pairing import Pairing, pair_entries
-from acc_agent.numerics.diagnosis.localise import callee, differing_scalar
+from acc_agent.numerics.diagnosis.localise import TensorValue, callee, differing_scalar
 
 # --------------------------------------------------------------------------- arguments of different APIs
 
@@ -63,6 +63,24 @@ def test_one_sided_argument_of_the_same_api_is_still_a_difference() -> None:
     target = _scalars(Functional__gelu__1__forward=[("input.approximate", "tanh"), ("input.extra", 1)])
     assert differing_scalar(GELU, _scalars(Functional__gelu__1__forward=[("input.approximate", "tanh")]),
                             target, _output_of(GELU)) == ("input.extra", None, 1)
+
+
+def test_a_none_one_run_lists_and_the_other_leaves_out_is_no_argument() -> None:
+    """A float32 group norm's backward lists the gradients of its saved mean and rstd as None inputs; a target kernel
+    with one output lists none. Neither passed anything: no argument of the call differs. Nor does a forward call's
+    ``bias=None`` against the bias left out; a bias tensor against a None does."""
+    key = "Functional.group_norm.1.backward"
+    golden = _scalars(Functional__group_norm__1__backward=[("input.1", None), ("input.2", None)])
+    target = _scalars(Functional__group_norm__1__backward=[])
+    assert differing_scalar(key, golden, target, _output_of(key)) is None
+    assert differing_scalar(key, target, golden, _output_of(key)) is None
+    forward = "Functional.linear.0.forward"
+    golden = _scalars(Functional__linear__0__forward=[("input.2", None)])
+    target = _scalars(Functional__linear__0__forward=[])
+    assert differing_scalar(forward, golden, target, _output_of(forward)) is None
+    with_bias = Dump(Path("dump.json"), "msprobe", [DumpEntry(f"{forward}.input.2", None, forward, "input", "float32",
+                                                              [4])], None)
+    assert differing_scalar(forward, golden, with_bias, _output_of(forward)) == ("input.2", None, TensorValue((4,)))
 
 
 def test_shared_argument_of_different_apis_is_still_compared() -> None:

@@ -197,7 +197,9 @@ def _recompute_activation(t: Args, name: str) -> tuple[FloatArray, FloatArray] |
 
 
 def _recompute_norm(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
-    if "group" in name or "instance" in name:
+    if "group" in name:
+        return _recompute_group_norm(t)
+    if "instance" in name:
         return None
     x, y = t.tensor("0"), t.output()
     if x is None or y is None or x.shape != y.shape:
@@ -220,6 +222,35 @@ def _recompute_norm(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
         out = out * w
     if b is not None:
         out = out + b
+    return y, out
+
+
+def _recompute_group_norm(t: Args) -> tuple[FloatArray, FloatArray] | None:
+    """``F.group_norm(x, num_groups, weight, bias, eps)``: each sample's channels split into ``num_groups`` groups,
+    each group normalised over its channels and positions, then a per-channel scale and shift."""
+    x, y = t.tensor("0"), t.output()
+    groups, eps = as_number(t.scalar("num_groups", "1")), as_number(t.scalar("eps", "4"))
+    if x is None or y is None or x.shape != y.shape or x.ndim < 2 or groups is None or eps is None:
+        return None
+    c, g = x.shape[1], int(groups)
+    if g < 1 or c % g:
+        return None
+    w, b = t.tensor("weight", "2"), t.tensor("bias", "3")
+    x, y = sampled([x, y], x.ndim - 1)  # whole samples: a group spans channels and positions
+    if x is None or y is None:
+        return None
+    grouped = x.reshape(x.shape[0], g, -1)
+    out = ((grouped - grouped.mean(axis=-1, keepdims=True)) / np.sqrt(grouped.var(axis=-1, keepdims=True) + eps))
+    out = out.reshape(x.shape)
+    per_channel = (1, c) + (1,) * (x.ndim - 2)
+    if w is not None:
+        if w.size != c:
+            return None
+        out = out * w.reshape(per_channel)
+    if b is not None:
+        if b.size != c:
+            return None
+        out = out + b.reshape(per_channel)
     return y, out
 
 
