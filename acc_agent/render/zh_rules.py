@@ -240,6 +240,12 @@ RULES: list[tuple[str, str]] = [
      "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；其输出 {out} 的 Max/Min/Mean/Norm 与 golden 相同"
      "（数值只是换了位置，统计量不变），而之后第一个混合各位置数值的输出 {later} 不同（{t_err}）"),
     (r"argument (?P<arg>\S+) of (?P<node>\S+) is (?P<tv>.+?) on the target but (?P<gv>.+?) on the golden; its output "
+     r"(?P<out>\S+) stays within precision \((?P<x>\S+)x the allowed error\), as does every tensor of the forward "
+     r"pass, but its own backward's (?P<back>\S+) is (?P<bx>\S+)x the allowed error while the gradients it received "
+     r"agree: the two runs do not compute the same thing",
+     "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；其输出 {out} 在精度范围内（允许误差的 {x} 倍），"
+     "前向的每个张量也都在精度范围内，但它自己的反向输出 {back} 达到允许误差的 {bx} 倍，而它收到的梯度一致：两侧计算的不是同一件事"),
+    (r"argument (?P<arg>\S+) of (?P<node>\S+) is (?P<tv>.+?) on the target but (?P<gv>.+?) on the golden; its output "
      r"(?P<out>\S+) stays within precision \((?P<x>\S+)x the allowed error\), as does every tensor of the pass, so the "
      r"numbers here hide the change, but the two runs do not compute the same thing",
      "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；其输出 {out} 在精度范围内（允许误差的 {x} 倍），"
@@ -379,6 +385,9 @@ RULES: list[tuple[str, str]] = [
      r"before it\), which an md5 or tensor dump tells apart\.",
      " 它的逐通道参数在这里与输入的各通道相遇：仅凭统计量无法区分本调用的故障与之前的通道被置换"
      "（输出通道互换的权重不会改变之前任何张量的统计量），md5 或张量 dump 可以区分两者。"),
+    (r"every tensor of the forward pass stays within precision; the gradient shows the change first \((?P<back>\S+)\), "
+     r"which larger inputs or longer training carry into the forward results\.",
+     "前向的每个张量都在精度范围内；梯度最先显示出这一改变（{back}），更大的输入或更长的训练会把它带入前向结果。"),
     (r"every tensor of the pass stays within precision, so the numbers do not show its effect here; the argument alone "
      r"says the two runs compute different things, which larger inputs, longer training or another precision can "
      r"expose\.",
@@ -1009,12 +1018,13 @@ RULES: list[tuple[str, str]] = [
      r"order, e\.g\. transposed", "统计量（Max/Min/Mean/Norm）相同但字节不同（md5）：很可能是相同的数值换了顺序，例如被转置"),
     # values inside sentences already translated: a tensor where the other run passed a scalar, an absent value
     (r"a tensor of shape (?P<s>\[[^\]]*\])", "形状为 {s} 的张量"),
-    (r"(?<=为) ?none\b", "无"),
     (r"a tensor of shape (?P<s>\[[^\]]*\]) on the golden, (?P<b>\S+) on the target",
      "golden 侧为形状 {s} 的张量，目标侧为 {b}"),
     (r"(?P<a>\S+) on the golden, a tensor of shape (?P<s>\[[^\]]*\]) on the target",
      "golden 侧为 {a}，目标侧为形状 {s} 的张量"),
     (r"(?P<a>\S+) on the golden, (?P<b>\S+) on the target", "golden 侧为 {a}，目标侧为 {b}"),
+    (r"(?<=为) ?none\b", "无"),
+    (r"(?<=（)none(?=）)", "无"),
     # explain.operator_actions: arguments, parameters, masks, other leaves
     (r"Compare the weights that feed (?P<op>\S+) \((?P<arg>[^)]+)\) in the two checkpoints: (?P<t_d>.+?)\. Fix the "
      r"checkpoint conversion or loading \(transposed, scaled or re-laid-out weights\), then compare again\.",

@@ -418,7 +418,10 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     shows = _where_it_shows(f)
     growth = None if t.strict in ("reordered", "moved") else _growth(final, shows)
     where = (f.container or node).key
-    if f.hidden:
+    if f.hidden and f.backward_shows is not None:
+        tail = (f"every tensor of the forward pass stays within precision; the gradient shows the change first "
+                f"({f.backward_shows.name}), which larger inputs or longer training carry into the forward results.")
+    elif f.hidden:
         tail = ("every tensor of the pass stays within precision, so the numbers do not show its effect here; the "
                 "argument alone says the two runs compute different things, which larger inputs, longer training "
                 "or another precision can expose.")

@@ -174,6 +174,13 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
                     f"golden; its output {t.name} keeps the golden's Max/Min/Mean/Norm (values moved to other places "
                     f"keep them), and {f.shows_at.name}, the first later output that mixes positions, differs "
                     f"({error_text(f.shows_at)})")
+        if f.hidden and f.backward_shows is not None:
+            b = f.backward_shows
+            return (f"argument {arg} of {node.key} is {value_text(t_val)} on the target but {value_text(g_val)} on the "
+                    f"golden; its output {t.name} stays within precision ({fmt(t.excess, '.2g')}x the allowed error), as "
+                    f"does every tensor of the forward pass, but its own backward's {b.name} is {fmt(b.excess, '.2g')}x "
+                    "the allowed error while the gradients it received agree: the two runs do not compute the same "
+                    "thing")
         if f.hidden:
             return (f"argument {arg} of {node.key} is {value_text(t_val)} on the target but {value_text(g_val)} on the "
                     f"golden; its output {t.name} stays within precision ({fmt(t.excess, '.2g')}x the allowed error), as "

@@ -62,6 +62,9 @@ class Finding:
     golden_producer_unpaired: bool = False
     #: the first output beyond precision, when it is only precision-level and this finding is a jump far beyond it
     after_mild: Tensor | None = None
+    #: for a hidden argument: the output of the call's own backward that differs beyond precision while the
+    #: gradients it received agree (the gradient shows what the forward output's rounding hides)
+    backward_shows: Tensor | None = None
 
 
 def in_pass(graph: Graph, direction: str) -> list[Tensor]:
@@ -90,7 +93,7 @@ def find(graph: Graph, direction: str, golden: Dump | None, target: Dump | None)
     if inner is not None and (first is None or inner[1] < first.pos):
         return inner[0]
     if first is None:
-        return _hidden_argument(tensors, golden, target)
+        return _hidden_argument(tensors, golden, target, graph)
     found = _classify(first, graph, golden, target)
     if mild is not None:
         found.after_mild = mild
@@ -116,20 +119,43 @@ def _gross_after_mild(first: Tensor, tensors: list[Tensor]) -> Tensor | None:
     return None
 
 
-def _hidden_argument(tensors: list[Tensor], golden: Dump | None, target: Dump | None) -> Finding | None:
+def _hidden_argument(tensors: list[Tensor], golden: Dump | None, target: Dump | None,
+                     graph: Graph) -> Finding | None:
     """The first call of a pass that is within precision everywhere whose scalar argument differs materially.
 
     An RMSNorm's eps set to 1e-2 instead of 1e-6 moves a bf16 output by less than bf16 rounding, so no tensor
     shows it, while the argument itself says the runs compute different things: a configuration error that
-    larger inputs or another precision will expose."""
+    larger inputs or another precision will expose. A value one side leaves out (None, the default) counts too
+    when the call's own backward shows it: an attention's ``scale`` of 0.125 where the golden uses the default
+    1/sqrt(8) moves its near-uniform forward output by rounding only, and its query gradient by 65 %."""
     for node in dict.fromkeys(t.node for t in tensors if t.node is not None and t.node.computing):
         out = next((x for x in node.outputs if x.judged), None)
         if out is None:
             continue
         scalar = differing_scalar(node.key, golden, target, out)
-        if scalar is not None and _material(scalar[1], scalar[2]):
-            return Finding(out, node, "argument", argument=scalar[0], scalar=scalar, hidden=True)
+        if scalar is None:
+            continue
+        shows = _backward_shows(node, graph) if node.direction == "forward" else None
+        if _material(scalar[1], scalar[2]) or (shows is not None and _set_on_one_side(scalar[1], scalar[2])):
+            return Finding(out, node, "argument", argument=scalar[0], scalar=scalar, hidden=True, backward_shows=shows)
     return None
+
+
+def _set_on_one_side(golden: object, target: object) -> bool:
+    """A value one run passes where the other leaves the argument at its default (None or left out)."""
+    return (golden is None) != (target is None) and not isinstance(golden, TensorValue) \
+        and not isinstance(target, TensorValue)
+
+
+def _backward_shows(node: Node, graph: Graph) -> Tensor | None:
+    """The first output of ``node``'s own backward call beyond precision while every gradient it received is within:
+    the call, not what reached it, changed the gradient."""
+    key = node.key
+    back = graph.by_key.get(key[:-len(".forward")] + ".backward" if key.endswith(".forward")
+                            else key.replace(".forward.", ".backward.", 1))
+    if back is None or back is node or any(x.beyond for x in back.inputs):
+        return None
+    return next((x for x in back.outputs if x.beyond), None)
 
 
 #: A float argument this much off (relative) is another setting, not a value computed in another precision.

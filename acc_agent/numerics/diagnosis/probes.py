@@ -200,7 +200,7 @@ def _recompute_norm(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
     if "group" in name:
         return _recompute_group_norm(t)
     if "instance" in name:
-        return None
+        return _recompute_instance_norm(t)
     x, y = t.tensor("0"), t.output()
     if x is None or y is None or x.shape != y.shape:
         return None
@@ -250,6 +250,40 @@ def _recompute_group_norm(t: Args) -> tuple[FloatArray, FloatArray] | None:
     if b is not None:
         if b.size != c:
             return None
+        out = out + b.reshape(per_channel)
+    return y, out
+
+
+def _recompute_instance_norm(t: Args) -> tuple[FloatArray, FloatArray] | None:
+    """``F.instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)``: each sample's
+    channel normalised over its positions (or by the running statistics when ``use_input_stats`` is false)."""
+    x, y = t.tensor("0"), t.output()
+    use_input_stats, eps = t.scalar("use_input_stats", "5"), as_number(t.scalar("eps", "7"))
+    if x is None or y is None or x.shape != y.shape or x.ndim < 3 or eps is None:
+        return None
+    c = x.shape[1]
+    per_channel = (1, c) + (1,) * (x.ndim - 2)
+    w, b = t.tensor("weight", "3"), t.tensor("bias", "4")
+    if use_input_stats is False:
+        mean, var = t.tensor("running_mean", "1"), t.tensor("running_var", "2")
+        if mean is None or var is None or mean.size != c or var.size != c:
+            return None
+        x, y = sampled([x, y], x.ndim - 1)
+        if x is None or y is None:
+            return None
+        out = (x - mean.reshape(per_channel)) / np.sqrt(var.reshape(per_channel) + eps)
+    else:
+        x, y = sampled([x, y], x.ndim - 1)
+        if x is None or y is None:
+            return None
+        axes = tuple(range(2, x.ndim))
+        out = (x - x.mean(axis=axes, keepdims=True)) / np.sqrt(x.var(axis=axes, keepdims=True) + eps)
+    for affine in (w, b):
+        if affine is not None and affine.size != c:
+            return None
+    if w is not None:
+        out = out * w.reshape(per_channel)
+    if b is not None:
         out = out + b.reshape(per_channel)
     return y, out
 

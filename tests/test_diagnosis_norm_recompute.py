@@ -1,0 +1,138 @@
+"""Group and instance norms in low-precision targets: a faulty call found in the forward pass, a weight of ones not
+blamed, and an attention's scale set on one side only shown by its own backward.
+
+The fixtures are real msprobe dumps (see each folder's README). Before these rules a bfloat16 tensor dump named the
+faulty group or instance norm's backward (neither could be re-computed from its inputs, and its forward error stays
+under a per-tensor bfloat16 budget); a float16 statistics dump said the fault entered through the group norm's weight,
+32 ones whose recorded Norm float16 rounds; and an attention whose ``scale`` the target set (the golden left it at its
+default) was a ``layer_mismatch`` at its backward.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+import pytest
+from recorded_dumps import compare_recorded, untranslated
+
+if TYPE_CHECKING:
+    from acc_agent.numerics.diagnosis.probes import Args
+
+DATA = Path(__file__).parent / "data" / "msprobe_group_norm"
+INSTANCE = Path(__file__).parent / "data" / "msprobe_instance_norm_bf16"
+
+
+@pytest.mark.parametrize("folder", ["fp16_stats_clean", "bf16_tensor_clean"])
+def test_clean_group_norm_targets_pass(folder: str) -> None:
+    out = compare_recorded(DATA / folder)
+    assert out.diagnosis is not None
+    assert (out.verdict, out.diagnosis.category, out.first_divergence) == ("pass", "no_layer_fault", None), \
+        out.diagnosis.explanation
+
+
+def test_instance_norm_clean_and_faulty_in_bfloat16() -> None:
+    """The same for an instance norm: each sample's channel normalised over its positions, re-computed in float64."""
+    clean = compare_recorded(INSTANCE / "clean")
+    assert clean.diagnosis is not None
+    assert (clean.verdict, clean.diagnosis.category) == ("pass", "no_layer_fault"), clean.diagnosis.explanation
+    out = compare_recorded(INSTANCE / "sparse")
+    diag, fd = out.diagnosis, out.first_divergence
+    assert diag is not None and fd is not None
+    assert (diag.category, fd.module, fd.direction) == ("operator_fault", "Functional.instance_norm.0.forward",
+                                                        "forward"), diag.explanation
+    assert "re-computed in float64" in fd.reason
+
+
+def test_a_scale_set_on_one_side_is_named_where_its_backward_shows_it() -> None:
+    """``scale=0.125`` against the default (None, one over sqrt(8)): the forward output stays within bfloat16 precision,
+    the attention's own backward is far beyond it from agreeing incoming gradients. The difference enters the forward
+    call through its argument; the explanation says the gradient shows it first."""
+    out = compare_recorded(Path(__file__).parent / "data" / "msprobe_sdpa_scale_set_on_one_side")
+    diag, fd = out.diagnosis, out.first_divergence
+    assert diag is not None and fd is not None
+    assert (diag.category, fd.module, fd.direction, fd.argument) == (
+        "operator_fault", "Functional.scaled_dot_product_attention.1.forward", "forward", "input.scale"), \
+        diag.explanation
+    assert "its own backward's Functional.scaled_dot_product_attention.1.backward.output.0" in fd.reason
+    assert "the gradient shows the change first" in diag.explanation
+    assert untranslated([diag.explanation, fd.reason, *diag.next_actions]) == []
+
+
+def test_a_sparse_group_norm_fault_in_bfloat16_is_found_in_the_forward_pass() -> None:
+    """2.5 % (relative L2) off, under bfloat16's per-tensor budget: the float64 re-computation from the target's own
+    input, weight, bias, group count and eps shows the call does not compute what its arguments say."""
+    out = compare_recorded(DATA / "bf16_tensor_sparse")
+    diag, fd = out.diagnosis, out.first_divergence
+    assert diag is not None and fd is not None
+    assert (diag.category, fd.module, fd.direction, fd.argument) == (
+        "operator_fault", "Functional.group_norm.1.forward", "forward", None), diag.explanation
+    assert "re-computed in float64" in fd.reason
+    assert untranslated([diag.explanation, *diag.next_actions]) == []
+
+
+def test_a_weight_of_ones_whose_norm_float16_rounds_is_not_where_the_fault_enters() -> None:
+    """The weight's Max, Min and Mean are the golden's; its Norm is float16's rounding of sqrt(32). A tensor holding
+    one value cannot have been transposed or permuted: the fault is the call's own."""
+    out = compare_recorded(DATA / "fp16_stats_sparse")
+    diag, fd = out.diagnosis, out.first_divergence
+    assert diag is not None and fd is not None
+    assert (diag.category, fd.module, fd.argument) == ("operator_fault", "Functional.group_norm.1.forward", None), \
+        diag.explanation
+    for text in (diag.explanation, fd.reason, *diag.next_actions):
+        assert "transposed" not in text and "another arrangement" not in text, text
+
+
+@pytest.mark.parametrize(("shape", "groups", "affine"), [
+    *itertools.product([(2, 6, 5), (3, 8, 4, 4), (1, 4, 2, 3, 3)], [1, 2], [True, False]),
+    ((2, 8, 3, 3), 8, True), ((2, 8, 3, 3), 4, True)])
+def test_group_norm_recomputed_as_torch_computes_it(shape: tuple[int, ...], groups: int, affine: bool) -> None:
+    torch = pytest.importorskip("torch")
+    from acc_agent.numerics.diagnosis.probes import _recompute_group_norm
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape) * 3.0 + 1.0
+    c = shape[1]
+    w = rng.standard_normal(c) if affine else None
+    b = rng.standard_normal(c) if affine else None
+    eps = 1e-5
+    y = torch.nn.functional.group_norm(torch.tensor(x), groups, None if w is None else torch.tensor(w),
+                                       None if b is None else torch.tensor(b), eps).numpy()
+    tensors = {"0": x, "weight": w, "bias": b}
+    args = SimpleNamespace(tensor=lambda *keys: next((tensors[k] for k in keys if tensors.get(k) is not None), None),
+                           output=lambda: y, scalar=lambda *keys: {"num_groups": groups, "eps": eps}.get(keys[0]))
+    got = _recompute_group_norm(cast("Args", args))
+    assert got is not None
+    target, ref = got
+    assert np.array_equal(target, y)
+    assert float(np.max(np.abs(ref - y))) < 1e-12
+
+
+@pytest.mark.parametrize(("shape", "affine", "input_stats"), itertools.product(
+    [(2, 3, 7), (3, 4, 5, 5), (1, 2, 3, 4, 2)], [True, False], [True, False]))
+def test_instance_norm_recomputed_as_torch_computes_it(shape: tuple[int, ...], affine: bool, input_stats: bool) -> None:
+    torch = pytest.importorskip("torch")
+    from acc_agent.numerics.diagnosis.probes import _recompute_instance_norm
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(shape) * 2.0 - 0.5
+    c = shape[1]
+    w, b = (rng.standard_normal(c), rng.standard_normal(c)) if affine else (None, None)
+    mean, var = rng.standard_normal(c), rng.random(c) + 0.5
+    eps = 1e-5
+
+    def tt(a: np.ndarray | None) -> object:
+        return None if a is None else torch.tensor(a)
+
+    y = torch.nn.functional.instance_norm(torch.tensor(x), tt(mean), tt(var), tt(w), tt(b), input_stats, 0.1,
+                                          eps).numpy()
+    tensors = {"0": x, "weight": w, "bias": b, "running_mean": mean, "running_var": var}
+    scalars = {"use_input_stats": input_stats, "eps": eps}
+    args = SimpleNamespace(tensor=lambda *keys: next((tensors[k] for k in keys if tensors.get(k) is not None), None),
+                           output=lambda: y, scalar=lambda *keys: scalars.get(keys[0]))
+    got = _recompute_instance_norm(cast("Args", args))
+    assert got is not None
+    assert float(np.max(np.abs(got[1] - y))) < 1e-12
