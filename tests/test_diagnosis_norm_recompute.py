@@ -62,6 +62,18 @@ def test_a_scale_set_on_one_side_is_named_where_its_backward_shows_it() -> None:
     assert untranslated([diag.explanation, fd.reason, *diag.next_actions]) == []
 
 
+def test_a_patch_embedding_whose_difference_carries_on_is_an_operator_fault() -> None:
+    """The patch embedding's kernel stored with height and width swapped, bfloat16, statistics: no later call's input is
+    linked to the embedding's output (the flatten and the class-token concatenation are not recorded), and the loss of
+    near-uniform predictions stays within precision, but every later call receives data about as far off. The
+    difference went on into the network: a fault at the embedding, not two tensors compared that are not the same."""
+    out = compare_recorded(Path(__file__).parent / "data" / "msprobe_vit_patch_kernel_transposed")
+    diag, fd = out.diagnosis, out.first_divergence
+    assert diag is not None and fd is not None
+    assert (diag.category, fd.module) == ("operator_fault", "Functional.conv2d.0.forward"), diag.explanation
+    assert any("weight layout" in a for a in diag.next_actions)
+
+
 def test_a_sparse_group_norm_fault_in_bfloat16_is_found_in_the_forward_pass() -> None:
     """2.5 % (relative L2) off, under bfloat16's per-tensor budget: the float64 re-computation from the target's own
     input, weight, bias, group count and eps shows the call does not compute what its arguments say."""

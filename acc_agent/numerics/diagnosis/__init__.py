@@ -246,6 +246,18 @@ def _compared_by(graph: Graph) -> str:
     return "mixed"
 
 
+def _carried_on(t: Tensor, graph: Graph) -> bool:
+    """Whether a later call of the pass received data about as far off as ``t``, beyond the dtype's budget: the
+    difference went on into the network, whatever a final loss that averages it away says. With no dataflow link
+    from ``t`` (a concatenation or a view msprobe does not record in between: a patch embedding flattened and joined
+    to a class token), that is the evidence that ``t`` was computed otherwise, not compared with something else."""
+    err = t.err
+    if err is None or not math.isfinite(err):
+        return False
+    return any(x.is_input and x.gross and x.pos > t.pos and x.direction == t.direction and x.err is not None
+               and x.err >= 0.5 * err and x.node is not t.node for x in graph.tensors)
+
+
 def _final_agrees(final: Tensor | None) -> bool:
     if final is None or final.err is None:
         return False
@@ -316,7 +328,8 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
         sensitive = ill_conditioned(t)
         if sensitive is not None and t.strict in (None, "ill_conditioned"):
             return explain.ill_conditioned(t, sensitive, base)
-        if t.gross and not gradient and (ends is True or (ends is None and _final_agrees(final) and final is not t)):
+        if t.gross and not gradient and (ends is True or (ends is None and _final_agrees(final) and final is not t
+                                                          and not _carried_on(t, graph))):
             transforms = _transforms([t], golden, target, input_side=False)
             return explain.layer_mismatch(t, final, transforms, ends is True, base)
         if not use_bench and not t.gross and not t.strict and _final_agrees(final) and final is not t \
