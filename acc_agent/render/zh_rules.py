@@ -366,6 +366,10 @@ RULES: list[tuple[str, str]] = [
     (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision \(a sum or "
      r"difference moves each element by at most its inputs' differences added, plus one rounding\); ",
      "单点跳变：{node} 的输入一致，输出却超出精度 {x} 倍（加法或减法对每个元素的改变至多为各输入差异之和，再加一次舍入）；"),
+    (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision \(a "
+     r"product moves each element by at most each input's difference times the other input's largest magnitude, plus "
+     r"one rounding\); ",
+     "单点跳变：{node} 的输入一致，输出却超出精度 {x} 倍（乘法对每个元素的改变至多为各输入差异乘以另一输入的最大绝对值之和，再加一次舍入）；"),
     (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision \(an "
      r"elementwise activation moves each element by at most its largest slope times the input's difference, plus one "
      r"rounding\); ",

@@ -484,7 +484,9 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
             + {"slope": " (an elementwise activation moves each element by at most its largest slope times the "
                         "input's difference, plus one rounding)",
                "sum": " (a sum or difference moves each element by at most its inputs' differences added, plus one "
-                      "rounding)"}.get(t.strict or "", "") + "; ")
+                      "rounding)",
+               "product": " (a product moves each element by at most each input's difference times the other input's "
+                          "largest magnitude, plus one rounding)"}.get(t.strict or "", "") + "; ")
     if t.strict == "recomputed" and t.recomputed is not None:
         source, compared, recomputed = explain.RECOMPUTED_FROM[t.direction]
         jump = (f"One localised jump: {node.key} does not compute what its inputs say: its {compared} is "

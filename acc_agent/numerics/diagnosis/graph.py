@@ -110,7 +110,7 @@ class Tensor:
     excess: float = math.nan  # > 1 beyond precision; nan not judged
     gross: bool = False
     # beyond a bound rounding cannot break, not a heuristic allowance (never an excursion, never accumulation):
-    # "slope" (an activation's slope bound) | "sum" (a sum's: its inputs' errors added) | "reordered"
+    # "slope" (an activation's slope bound) | "sum" (a sum's: its inputs' errors added) | "product" | "reordered"
     # (bit-identical inputs, the same values moved) | "recomputed" (the call re-computed from the target's
     # own inputs does not give its output; see recheck) | "extremes" (an activation's recorded Max/Min are not
     # the function of its input's) | "mean_sum" (an add's recorded Mean is not its inputs' Means added)

@@ -79,6 +79,9 @@ ELEMENTWISE_SLOPE = {
 #: Sums and differences: |(a_t + b_t) - (a_g + b_g)| <= |a_t - a_g| + |b_t - b_g| element by element (a residual
 #: add that is wrong on part of its elements hides behind the larger stream's small relative error otherwise).
 ADDITIVE = frozenset({"add", "radd", "iadd", "sub", "rsub", "isub"})
+#: Products: |a_t b_t - a_g b_g| <= |a_t - a_g| |b_t| + |a_g| |b_t - b_g| element by element, so the output's L2 error
+#: is at most each input's L2 error times the other's largest magnitude (a gate multiplied in, an attention mask).
+PRODUCT = frozenset({"mul", "rmul", "imul", "multiply"})
 #: Roundings of the output an elementwise kernel adds on each side: it computes in a wider type and rounds
 #: once (an L2 error of at most one unit roundoff of the output's norm; uniform rounding gives about 0.6 of it).
 ELEMENTWISE_ROUNDINGS = 1.0
@@ -348,6 +351,11 @@ def _elementwise_excess(t: Tensor) -> tuple[float, str]:
         kind = "sum"
         incoming = sum((x.row.euc_dist or 0.0) * math.sqrt(total // n) for x, n in zip(tensors, counts, strict=True)
                        if n)
+    elif name in PRODUCT and len(tensors) == 2:
+        product = _product_bound(t, tensors)
+        if product is None:
+            return 0.0, ""
+        incoming, kind = product, "product"
     else:
         return 0.0, ""
     dtype = t.m.dtype
@@ -357,6 +365,26 @@ def _elementwise_excess(t: Tensor) -> tuple[float, str]:
     if budgets.canonical_dtype(dtype) == "float32":
         own = max(own, budgets.ratio_floor(dtype))  # FP32 kernels differ by more than their roundings
     return _ratio(t.row.euc_dist, incoming + own * t.row.golden_norm), kind
+
+
+def _product_bound(t: Tensor, tensors: list[Tensor]) -> float | None:
+    """The L2 error a product of two recorded tensors carries in from theirs: each input's error (times the square
+    root of how often broadcasting repeats it) times the other's largest magnitude on the side that multiplies it
+    (the target's for the first factor, the golden's for the second); None when a figure is missing."""
+    total = numel(t.row.golden_shape)
+    counts = [n for x in tensors if (n := numel(x.row.golden_shape))]
+    if not total or len(counts) != len(tensors) or any(total % n for n in counts):
+        return None
+    peaks = []
+    for x, side in zip(tensors, ("golden_stats", "target_stats"), strict=True):
+        stats = x.row.__dict__.get(side) or {}
+        hi, lo = stats.get("Max"), stats.get("Min")
+        if not isinstance(hi, int | float) or not isinstance(lo, int | float) or not math.isfinite(hi - lo):
+            return None
+        peaks.append(max(abs(float(hi)), abs(float(lo))))
+    a, b = tensors
+    return ((a.row.euc_dist or 0.0) * math.sqrt(total // counts[0]) * peaks[1]
+            + (b.row.euc_dist or 0.0) * math.sqrt(total // counts[1]) * peaks[0])
 
 
 @functools.lru_cache(maxsize=64)

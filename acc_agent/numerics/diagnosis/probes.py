@@ -341,6 +341,8 @@ def _recompute_conv(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
     """A conv2d in float64 from its recorded input, weight, bias, stride, padding, dilation and groups (only
     explicit integer paddings: a "same"/"valid" string is left out)."""
     api = name.split(".")[1] if "." in name else name
+    if api == "conv_transpose2d":
+        return _recompute_conv_transpose(t)
     if api != "conv2d":
         return None
     x, w, y = t.tensor("0", "input"), t.tensor("1", "weight"), t.output()
@@ -374,6 +376,52 @@ def _recompute_conv(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
     per_out = out_c // groups_n
     out = np.concatenate([np.einsum("nchwij,ocij->nohw", windows[:, g * c_group:(g + 1) * c_group],
                                     w[g * per_out:(g + 1) * per_out], optimize=True) for g in range(groups_n)], axis=1)
+    if b is not None:
+        if b.shape != (out_c,):
+            return None
+        out = out + b[None, :, None, None]
+    return y, out
+
+
+def _recompute_conv_transpose(t: Args) -> tuple[FloatArray, FloatArray] | None:
+    """``F.conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation)`` in float64: every
+    input element scatters its kernel-weighted copy into the output, ``stride`` apart; ``padding`` crops each border
+    and ``output_padding`` adds to the far end."""
+    x, w, y = t.tensor("0", "input"), t.tensor("1", "weight"), t.output()
+    if x is None or w is None or y is None or w.ndim != 4:
+        return None
+    if x.ndim == 3:  # an unbatched call
+        x, y = x[None], y[None]
+    b = t.tensor("2", "bias")
+    stride, padding = _conv_pair(t, "3", "stride", 1), _conv_pair(t, "4", "padding", 0)
+    extra, dilation = _conv_pair(t, "5", "output_padding", 0), _conv_pair(t, "7", "dilation", 1)
+    groups = as_number(t.scalar("6", "groups"))
+    groups_n = 1 if groups is None else int(groups)
+    if stride is None or padding is None or extra is None or dilation is None or x.ndim != 4 or y.ndim != 4 \
+            or groups_n < 1:
+        return None
+    n, c, h, wd = x.shape
+    c_in, per_out, kh, kw = w.shape
+    out_c = per_out * groups_n
+    if c != c_in or c % groups_n or y.shape[:2] != (n, out_c):
+        return None
+    macs_per_sample = x[0].size * per_out * kh * kw
+    keep = max(1, min(n, _CONV_MACS // max(macs_per_sample, 1)))
+    idx = np.unique(np.linspace(0, n - 1, keep).astype(np.int64))
+    x, y = x[idx], y[idx]
+    full = np.zeros((x.shape[0], out_c, (h - 1) * stride[0] + dilation[0] * (kh - 1) + 1 + extra[0],
+                     (wd - 1) * stride[1] + dilation[1] * (kw - 1) + 1 + extra[1]))
+    c_group = c // groups_n
+    for g in range(groups_n):
+        xg, wg = x[:, g * c_group:(g + 1) * c_group], w[g * c_group:(g + 1) * c_group]
+        for i in range(kh):
+            for j in range(kw):
+                r, q = i * dilation[0], j * dilation[1]
+                full[:, g * per_out:(g + 1) * per_out, r:r + (h - 1) * stride[0] + 1:stride[0],
+                     q:q + (wd - 1) * stride[1] + 1:stride[1]] += np.einsum("nchw,co->nohw", xg, wg[:, :, i, j])
+    out = full[:, :, padding[0]:padding[0] + y.shape[2], padding[1]:padding[1] + y.shape[3]]
+    if out.shape != y.shape:
+        return None
     if b is not None:
         if b.shape != (out_c,):
             return None

@@ -1,11 +1,13 @@
-"""Group and instance norms in low-precision targets: a faulty call found in the forward pass, a weight of ones not
-blamed, and an attention's scale set on one side only shown by its own backward.
+"""Group norms, instance norms, transposed convolutions and products in low-precision targets: a faulty call found in
+the forward pass, a weight of ones not blamed, an attention's scale set on one side only shown by its own backward,
+and a patch embedding whose difference carries on called a fault.
 
 The fixtures are real msprobe dumps (see each folder's README). Before these rules a bfloat16 tensor dump named the
-faulty group or instance norm's backward (neither could be re-computed from its inputs, and its forward error stays
-under a per-tensor bfloat16 budget); a float16 statistics dump said the fault entered through the group norm's weight,
-32 ones whose recorded Norm float16 rounds; and an attention whose ``scale`` the target set (the golden left it at its
-default) was a ``layer_mismatch`` at its backward.
+faulty group norm's, instance norm's or transposed convolution's backward (none could be re-computed from its inputs,
+and its forward error stays under a per-tensor bfloat16 budget), and a faulty product's backward a
+``layer_mismatch``; a float16 statistics dump said the fault entered through the group norm's weight, 32 ones whose
+recorded Norm float16 rounds; an attention whose ``scale`` the target set (the golden left it at its default) was a
+``layer_mismatch`` at its backward; and so was a patch embedding with its kernel transposed, because the loss agreed.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 
 DATA = Path(__file__).parent / "data" / "msprobe_group_norm"
 INSTANCE = Path(__file__).parent / "data" / "msprobe_instance_norm_bf16"
+CONV_TRANSPOSE = Path(__file__).parent / "data" / "msprobe_conv_transpose_bf16"
 
 
 @pytest.mark.parametrize("folder", ["fp16_stats_clean", "bf16_tensor_clean"])
@@ -45,6 +48,58 @@ def test_instance_norm_clean_and_faulty_in_bfloat16() -> None:
     assert (diag.category, fd.module, fd.direction) == ("operator_fault", "Functional.instance_norm.0.forward",
                                                         "forward"), diag.explanation
     assert "re-computed in float64" in fd.reason
+
+
+def test_conv_transpose_clean_and_faulty_in_bfloat16() -> None:
+    """A transposed convolution re-computed in float64 (each input element scattering its kernel-weighted copy): the
+    clean one passes, the sparse fault is named at its forward call, not at its backward."""
+    clean = compare_recorded(CONV_TRANSPOSE / "clean")
+    assert clean.diagnosis is not None
+    assert (clean.verdict, clean.diagnosis.category) == ("pass", "no_layer_fault"), clean.diagnosis.explanation
+    out = compare_recorded(CONV_TRANSPOSE / "sparse")
+    diag, fd = out.diagnosis, out.first_divergence
+    assert diag is not None and fd is not None
+    assert (diag.category, fd.module, fd.direction) == ("operator_fault", "Functional.conv_transpose2d.0.forward",
+                                                        "forward"), diag.explanation
+    assert "re-computed in float64" in fd.reason
+
+
+@pytest.mark.parametrize(("kernel", "stride", "padding", "output_padding", "groups", "dilation"), [
+    (k, s, p, op, g, d) for k, s, p, op, g, d in itertools.product([1, 2, 3], [1, 2, 3], [0, 1], [0, 1], [1, 2], [1, 2])
+    if op < max(s, d) and p <= d * (k - 1)])
+def test_conv_transpose_recomputed_as_torch_computes_it(kernel: int, stride: int, padding: int, output_padding: int,
+                                                       groups: int, dilation: int) -> None:
+    torch = pytest.importorskip("torch")
+    from acc_agent.numerics.diagnosis.probes import _recompute_conv_transpose
+
+    rng = np.random.default_rng(3)
+    x, w, b = rng.standard_normal((2, 4, 3, 4)), rng.standard_normal((4, 3, kernel, kernel)), rng.standard_normal(3 * groups)
+    y = torch.nn.functional.conv_transpose2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), stride, padding,
+                                             output_padding, groups, dilation).numpy()
+    tensors = {"0": x, "1": w, "2": b}
+    scalars = {"3": stride, "4": padding, "5": output_padding, "6": groups, "7": dilation}
+    args = SimpleNamespace(tensor=lambda *keys: next((tensors[k] for k in keys if k in tensors), None),
+                           output=lambda: y, scalar=lambda *keys: next((scalars[k] for k in keys if k in scalars), None))
+    got = _recompute_conv_transpose(cast("Args", args))
+    assert got is not None
+    assert float(np.max(np.abs(got[1] - y))) < 1e-10
+
+
+def test_a_sparse_product_fault_in_bfloat16_is_found_by_the_product_bound() -> None:
+    """A gate multiplied in with ``torch.mul``, 5 % too large on every 4th element: a product moves each element by at
+    most each input's difference times the other's largest magnitude (the recorded Max/Min), plus one rounding. The
+    clean product stays within that bound; the faulty one is named at its forward call, not its backward."""
+    folder = Path(__file__).parent / "data" / "msprobe_mul_gate_bf16"
+    clean = compare_recorded(folder / "clean")
+    assert clean.diagnosis is not None
+    assert (clean.verdict, clean.diagnosis.category) == ("pass", "no_layer_fault"), clean.diagnosis.explanation
+    out = compare_recorded(folder / "sparse")
+    diag, fd = out.diagnosis, out.first_divergence
+    assert diag is not None and fd is not None
+    assert (diag.category, fd.module, fd.direction) == ("operator_fault", "Torch.mul.0.forward", "forward"), \
+        diag.explanation
+    assert "a product moves each element by at most" in diag.explanation
+    assert untranslated([diag.explanation, fd.reason, *diag.next_actions]) == []
 
 
 def test_a_scale_set_on_one_side_is_named_where_its_backward_shows_it() -> None:
