@@ -1,13 +1,14 @@
-"""Group norms, instance norms, transposed convolutions and products in low-precision targets: a faulty call found in
-the forward pass, a weight of ones not blamed, an attention's scale set on one side only shown by its own backward,
-and a patch embedding whose difference carries on called a fault.
+"""Group norms, instance norms, transposed convolutions, average pools, interpolations and products in low-precision
+targets: a faulty call found in the forward pass, a weight of ones not blamed, an attention's scale set on one side
+only shown by its own backward, and a patch embedding whose difference carries on called a fault.
 
 The fixtures are real msprobe dumps (see each folder's README). Before these rules a bfloat16 tensor dump named the
-faulty group norm's, instance norm's or transposed convolution's backward (none could be re-computed from its inputs,
-and its forward error stays under a per-tensor bfloat16 budget), and a faulty product's backward a
-``layer_mismatch``; a float16 statistics dump said the fault entered through the group norm's weight, 32 ones whose
-recorded Norm float16 rounds; an attention whose ``scale`` the target set (the golden left it at its default) was a
-``layer_mismatch`` at its backward; and so was a patch embedding with its kernel transposed, because the loss agreed.
+faulty group norm's, instance norm's, transposed convolution's, average pool's or interpolation's backward, or nothing
+at all (none could be re-computed from its inputs, and its forward error stays under a per-tensor bfloat16 budget),
+and a faulty product's backward a ``layer_mismatch``; a float16 statistics dump said the fault entered through the
+group norm's weight, 32 ones whose recorded Norm float16 rounds; an attention whose ``scale`` the target set (the
+golden left it at its default) was a ``layer_mismatch`` at its backward; and so was a patch embedding with its kernel
+transposed, because the loss agreed.
 """
 
 from __future__ import annotations
@@ -81,6 +82,65 @@ def test_conv_transpose_recomputed_as_torch_computes_it(kernel: int, stride: int
     args = SimpleNamespace(tensor=lambda *keys: next((tensors[k] for k in keys if k in tensors), None),
                            output=lambda: y, scalar=lambda *keys: next((scalars[k] for k in keys if k in scalars), None))
     got = _recompute_conv_transpose(cast("Args", args))
+    assert got is not None
+    assert float(np.max(np.abs(got[1] - y))) < 1e-10
+
+
+@pytest.mark.parametrize(("folder", "call"), [("msprobe_avg_pool_bf16", "Functional.avg_pool2d.0.forward"),
+                                              ("msprobe_interpolate_bf16", "Functional.interpolate.0.forward")])
+def test_resizing_calls_clean_and_faulty_in_bfloat16(folder: str, call: str) -> None:
+    """An average pool and a bilinear interpolation re-computed in float64 from the target's own input and arguments:
+    the clean ones pass, a sparse fault under the per-tensor bfloat16 budget is named at its forward call."""
+    clean = compare_recorded(Path(__file__).parent / "data" / folder / "clean")
+    assert clean.diagnosis is not None
+    assert (clean.verdict, clean.diagnosis.category) == ("pass", "no_layer_fault"), clean.diagnosis.explanation
+    out = compare_recorded(Path(__file__).parent / "data" / folder / "sparse")
+    diag, fd = out.diagnosis, out.first_divergence
+    assert diag is not None and fd is not None
+    assert (diag.category, fd.module, fd.direction) == ("operator_fault", call, "forward"), diag.explanation
+    assert "re-computed in float64" in fd.reason
+
+
+@pytest.mark.parametrize(("nd", "mode", "align", "size"), [
+    (nd, mode, align, size)
+    for nd, mode, align, size in itertools.product([1, 2, 3], ["nearest", "nearest-exact", "linear", "bilinear",
+                                                               "trilinear"], [None, True, False], [2.0, 1.5, 0.5, 7])
+    if {"linear": 1, "bilinear": 2, "trilinear": 3}.get(mode, nd) == nd and not (mode.startswith("nearest") and align is not None)])
+def test_interpolate_recomputed_as_torch_computes_it(nd: int, mode: str, align: bool | None, size: float) -> None:
+    """``size`` 7 is an output size; a float is a scale factor."""
+    torch = pytest.importorskip("torch")
+    from acc_agent.numerics.diagnosis.probes import _recompute_interpolate
+
+    x = np.random.default_rng(9).standard_normal((2, 3) + (5,) * nd)
+    scalars: dict[str, object] = {"mode": mode, "align_corners": align}
+    if isinstance(size, float):
+        scalars["scale_factor"] = size
+        y = torch.nn.functional.interpolate(torch.tensor(x), scale_factor=size, mode=mode, align_corners=align).numpy()
+    else:
+        y = torch.nn.functional.interpolate(torch.tensor(x), size=(size,) * nd, mode=mode, align_corners=align).numpy()
+    fake = SimpleNamespace(tensor=lambda *keys: x if "0" in keys else None, output=lambda: y,
+                           scalar=lambda *keys: next((scalars[k] for k in keys if k in scalars), None))
+    got = _recompute_interpolate(cast("Args", fake))
+    assert got is not None
+    assert float(np.max(np.abs(got[1] - y))) < 1e-10
+
+
+@pytest.mark.parametrize(("nd", "kernel", "stride", "padding", "include_pad", "divisor"), [
+    case for case in itertools.product([1, 2, 3], [1, 2, 3], [None, 1, 2], [0, 1], [True, False], [None, 3])
+    if not (case[0] == 1 and case[5]) and 2 * case[3] <= case[1]])
+def test_avg_pool_recomputed_as_torch_computes_it(nd: int, kernel: int, stride: int | None, padding: int,
+                                                  include_pad: bool, divisor: int | None) -> None:
+    torch = pytest.importorskip("torch")
+    from acc_agent.numerics.diagnosis.probes import _recompute_avg_pool
+
+    x = np.random.default_rng(5).standard_normal((2, 3) + (7,) * nd)
+    pool = {1: torch.nn.functional.avg_pool1d, 2: torch.nn.functional.avg_pool2d, 3: torch.nn.functional.avg_pool3d}
+    args: list[object] = [torch.tensor(x), kernel, stride, padding, False, include_pad] + ([divisor] if nd > 1 else [])
+    y = pool[nd](*args).numpy()
+    scalars = {"1": kernel, "2": stride, "3": padding, "4": False, "5": include_pad, "6": divisor}
+    fake = SimpleNamespace(tensor=lambda *keys: x if "0" in keys else None, output=lambda: y,
+                           scalar=lambda *keys: next((scalars[k] for k in keys if k in scalars), None))
+    got = _recompute_avg_pool(cast("Args", fake), nd)
     assert got is not None
     assert float(np.max(np.abs(got[1] - y))) < 1e-10
 

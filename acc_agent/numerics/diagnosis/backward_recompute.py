@@ -32,7 +32,15 @@ import numpy as np
 
 from acc_agent.numerics.arrays import FloatArray
 from acc_agent.numerics.diagnosis.graph import api_name
-from acc_agent.numerics.diagnosis.probes import Args, as_number, family, norm_axes, relative_residual, sampled
+from acc_agent.numerics.diagnosis.probes import (
+    Args,
+    as_number,
+    axis_ints,
+    family,
+    norm_axes,
+    relative_residual,
+    sampled,
+)
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -157,12 +165,12 @@ def _max_pool(f: Args, b: Args, name: str) -> _Pair | None:
     x, g, gx = f.tensor("0"), b.tensor("0"), b.output()
     if nd is None or x is None or g is None or gx is None or gx.shape != x.shape or f.scalar("5", "ceil_mode"):
         return None
-    kernel = _axis_ints(f, "1", "kernel_size", nd)
+    kernel = axis_ints(f, "1", "kernel_size", nd)
     if kernel is None:
         return None
-    stride = _axis_ints(f, "2", "stride", nd) or kernel
-    padding = _axis_ints(f, "3", "padding", nd) or (0,) * nd
-    dilation = _axis_ints(f, "4", "dilation", nd) or (1,) * nd
+    stride = axis_ints(f, "2", "stride", nd) or kernel
+    padding = axis_ints(f, "3", "padding", nd) or (0,) * nd
+    dilation = axis_ints(f, "4", "dilation", nd) or (1,) * nd
     routed = _routed(x, g, kernel, stride, padding, dilation)
     return (gx, routed) if routed is not None else None
 
@@ -238,18 +246,6 @@ def module_pool_residual(node: Node, by_key: dict[str, Node], target: Dump | Non
         if math.isfinite(res) and (best is None or res < best):
             best = res
     return best
-
-
-def _axis_ints(f: Args, position: str, keyword: str, nd: int) -> tuple[int, ...] | None:
-    """A pooling argument per spatial axis: one int for all, or one per axis (msprobe records a tuple item by item);
-    None when absent or not integers."""
-    one = f.scalar(keyword, position)
-    if isinstance(one, int) and not isinstance(one, bool):
-        return (one,) * nd
-    items = [f.scalar(f"{keyword}.{i}", f"{position}.{i}") for i in range(nd)]
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in items):
-        return tuple(int(v) for v in items)  # type: ignore[call-overload]
-    return None
 
 
 _BACKWARD: dict[str, Callable[[Args, Args, str], _Pair | None]] = {

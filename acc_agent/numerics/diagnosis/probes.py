@@ -429,12 +429,125 @@ def _recompute_conv_transpose(t: Args) -> tuple[FloatArray, FloatArray] | None:
     return y, out
 
 
+def axis_ints(f: Args, position: str, keyword: str, nd: int) -> tuple[int, ...] | None:
+    """A pooling argument per spatial axis: one int for all, or one per axis (msprobe records a tuple item by item);
+    None when absent or not integers."""
+    one = f.scalar(keyword, position)
+    if isinstance(one, int) and not isinstance(one, bool):
+        return (one,) * nd
+    items = [f.scalar(f"{keyword}.{i}", f"{position}.{i}") for i in range(nd)]
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+        return tuple(int(v) for v in items)  # type: ignore[call-overload]
+    return None
+
+
+def _recompute_resize(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
+    """The resizing calls this can re-compute: plain average pools and interpolations that average their neighbours."""
+    api = name.split(".")[1] if "." in name else name
+    if api == "interpolate":
+        return _recompute_interpolate(t)
+    nd = next((n for n in (1, 2, 3) if api == f"avg_pool{n}d"), None)
+    return _recompute_avg_pool(t, nd) if nd is not None else None
+
+
+#: ``F.interpolate`` modes re-computed here, and the spatial axes each works on (nearest works on any).
+_INTERPOLATION_AXES = {"nearest": None, "nearest-exact": None, "linear": 1, "bilinear": 2, "trilinear": 3}
+
+
+def _recompute_interpolate(t: Args) -> tuple[FloatArray, FloatArray] | None:
+    """``F.interpolate(x, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)`` in float64,
+    axis by axis as PyTorch maps each output position to the input: nearest takes ``floor(dst * scale)`` (nearest-exact
+    ``floor((dst + 0.5) * scale)``), the linear modes blend the two neighbours of ``(dst + 0.5) * scale - 0.5`` (of
+    ``dst * (in - 1) / (out - 1)`` with ``align_corners``). ``scale`` is one over the given scale factor, else the
+    input size over the output size. Bicubic, area and antialiased calls are left out."""
+    x, y = t.tensor("0", "input"), t.output()
+    mode = t.scalar("mode", "3")
+    mode = "nearest" if mode is None else mode
+    if x is None or y is None or not isinstance(mode, str) or mode not in _INTERPOLATION_AXES or t.scalar("antialias", "6"):
+        return None
+    nd = x.ndim - 2
+    if nd < 1 or y.ndim != x.ndim or y.shape[:2] != x.shape[:2] or _INTERPOLATION_AXES[mode] not in (None, nd):
+        return None
+    align = bool(t.scalar("align_corners", "4"))
+    factors = _axis_floats(t, "2", "scale_factor", nd)
+    if t.scalar("recompute_scale_factor", "5"):
+        factors = None
+    x, y = sampled([x, y], nd)
+    if x is None or y is None:
+        return None
+    out = x
+    for axis in range(nd):
+        n_in, n_out = x.shape[2 + axis], y.shape[2 + axis]
+        scale = 1.0 / factors[axis] if factors is not None and factors[axis] > 0 else n_in / n_out
+        dst = np.arange(n_out, dtype=np.float64)
+        if mode in ("nearest", "nearest-exact"):
+            src = np.floor((dst + (0.5 if mode == "nearest-exact" else 0.0)) * scale)
+            out = np.take(out, np.minimum(src.astype(np.int64), n_in - 1), axis=2 + axis)
+            continue
+        if align:
+            src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
+        else:
+            src = np.maximum((dst + 0.5) * scale - 0.5, 0.0)
+        low = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+        high = np.minimum(low + 1, n_in - 1)
+        weight = (src - low).reshape((-1,) + (1,) * (nd - 1 - axis))
+        out = np.take(out, low, axis=2 + axis) * (1.0 - weight) + np.take(out, high, axis=2 + axis) * weight
+    return (y, out) if out.shape == y.shape else None
+
+
+def _axis_floats(t: Args, position: str, keyword: str, nd: int) -> tuple[float, ...] | None:
+    """A per-axis float argument (a scale factor): one number for all axes, or one per axis; None when absent."""
+    one = as_number(t.scalar(keyword, position))
+    if one is not None:
+        return (one,) * nd
+    items = [as_number(t.scalar(f"{keyword}.{i}", f"{position}.{i}")) for i in range(nd)]
+    return tuple(v for v in items if v is not None) if all(v is not None for v in items) else None
+
+
+def _recompute_avg_pool(t: Args, nd: int) -> tuple[FloatArray, FloatArray] | None:
+    """``F.avg_pool{nd}d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)`` in float64:
+    each window's sum over its element count (the zero padding counted unless ``count_include_pad`` is false), or
+    over ``divisor_override``. Only without ``ceil_mode`` (its partial last windows are left out)."""
+    x, y = t.tensor("0"), t.output()
+    if x is None or y is None or x.ndim <= nd or t.scalar("ceil_mode", "4"):
+        return None
+    kernel = axis_ints(t, "1", "kernel_size", nd)
+    if kernel is None:
+        return None
+    stride = axis_ints(t, "2", "stride", nd) or kernel
+    padding = axis_ints(t, "3", "padding", nd) or (0,) * nd
+    include_pad = t.scalar("count_include_pad", "5")
+    divisor = as_number(t.scalar("divisor_override", "6")) if nd > 1 else None
+    if min(stride) < 1 or any(2 * p > k for p, k in zip(padding, kernel, strict=True)):
+        return None
+    x, y = sampled([x, y], nd)
+    if x is None or y is None:
+        return None
+    axes = tuple(range(-nd, 0))
+
+    def window_sums(a: FloatArray) -> FloatArray:
+        pads = [(0, 0)] * (a.ndim - nd) + [(p, p) for p in padding]
+        windows = np.lib.stride_tricks.sliding_window_view(np.pad(a, pads), kernel, axis=axes)
+        windows = windows[(...,) + tuple(slice(None, None, st) for st in stride) + (slice(None),) * nd]
+        return windows.sum(axis=tuple(range(-nd, 0)))
+
+    sums = window_sums(x)
+    if sums.shape != y.shape:
+        return None
+    if divisor:
+        return y, sums / divisor
+    if include_pad is False:
+        return y, sums / window_sums(np.ones(x.shape[-nd:]))
+    return y, sums / float(np.prod(kernel))
+
+
 _RECOMPUTE: dict[str, Callable[[Args, str], tuple[FloatArray, FloatArray] | None]] = {
     "conv": _recompute_conv,
     "activation": _recompute_activation,
     "layer_norm": _recompute_norm,
     "softmax": _recompute_softmax,
     "linear": _recompute_linear,
+    "resize": _recompute_resize,
 }
 
 
