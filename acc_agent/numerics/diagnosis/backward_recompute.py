@@ -38,6 +38,7 @@ from acc_agent.numerics.diagnosis.probes import (
     axis_ints,
     family,
     norm_axes,
+    pool_window,
     relative_residual,
     sampled,
 )
@@ -163,13 +164,11 @@ def _max_pool(f: Args, b: Args, name: str) -> _Pair | None:
     plain max pools of 1 to 3 spatial axes without ``ceil_mode``."""
     nd = _pool_axes(name)
     x, g, gx = f.tensor("0"), b.tensor("0"), b.output()
-    if nd is None or x is None or g is None or gx is None or gx.shape != x.shape or f.scalar("5", "ceil_mode"):
+    window = pool_window(f, nd) if nd is not None else None
+    if nd is None or window is None or x is None or g is None or gx is None or gx.shape != x.shape \
+            or f.scalar("5", "ceil_mode"):
         return None
-    kernel = axis_ints(f, "1", "kernel_size", nd)
-    if kernel is None:
-        return None
-    stride = axis_ints(f, "2", "stride", nd) or kernel
-    padding = axis_ints(f, "3", "padding", nd) or (0,) * nd
+    kernel, stride, padding = window
     dilation = axis_ints(f, "4", "dilation", nd) or (1,) * nd
     routed = _routed(x, g, kernel, stride, padding, dilation)
     return (gx, routed) if routed is not None else None

@@ -337,6 +337,17 @@ def _conv_pair(t: Args, position: str, keyword: str, default: int) -> tuple[int,
 _CONV_MACS = 1 << 26
 
 
+def _conv_operands(t: Args) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray | None] | None:
+    """A 2-D convolution's (transposed or not) input, 4-D weight, output and bias, an unbatched call given a batch of
+    one; None when a tensor is missing."""
+    x, w, y = t.tensor("0", "input"), t.tensor("1", "weight"), t.output()
+    if x is None or w is None or y is None or w.ndim != 4:
+        return None
+    if x.ndim == 3:  # an unbatched call
+        x, y = x[None], y[None]
+    return x, w, y, t.tensor("2", "bias")
+
+
 def _recompute_conv(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
     """A conv2d in float64 from its recorded input, weight, bias, stride, padding, dilation and groups (only
     explicit integer paddings: a "same"/"valid" string is left out)."""
@@ -345,12 +356,10 @@ def _recompute_conv(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
         return _recompute_conv_transpose(t)
     if api != "conv2d":
         return None
-    x, w, y = t.tensor("0", "input"), t.tensor("1", "weight"), t.output()
-    if x is None or w is None or y is None or w.ndim != 4:
+    operands = _conv_operands(t)
+    if operands is None:
         return None
-    if x.ndim == 3:  # an unbatched call
-        x, y = x[None], y[None]
-    b = t.tensor("2", "bias")
+    x, w, y, b = operands
     stride, padding, dilation = _conv_pair(t, "3", "stride", 1), _conv_pair(t, "4", "padding", 0), \
         _conv_pair(t, "5", "dilation", 1)
     groups = as_number(t.scalar("6", "groups"))
@@ -387,12 +396,10 @@ def _recompute_conv_transpose(t: Args) -> tuple[FloatArray, FloatArray] | None:
     """``F.conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation)`` in float64: every
     input element scatters its kernel-weighted copy into the output, ``stride`` apart; ``padding`` crops each border
     and ``output_padding`` adds to the far end."""
-    x, w, y = t.tensor("0", "input"), t.tensor("1", "weight"), t.output()
-    if x is None or w is None or y is None or w.ndim != 4:
+    operands = _conv_operands(t)
+    if operands is None:
         return None
-    if x.ndim == 3:  # an unbatched call
-        x, y = x[None], y[None]
-    b = t.tensor("2", "bias")
+    x, w, y, b = operands
     stride, padding = _conv_pair(t, "3", "stride", 1), _conv_pair(t, "4", "padding", 0)
     extra, dilation = _conv_pair(t, "5", "output_padding", 0), _conv_pair(t, "7", "dilation", 1)
     groups = as_number(t.scalar("6", "groups"))
@@ -439,6 +446,15 @@ def axis_ints(f: Args, position: str, keyword: str, nd: int) -> tuple[int, ...] 
     if all(isinstance(v, int) and not isinstance(v, bool) for v in items):
         return tuple(int(v) for v in items)  # type: ignore[call-overload]
     return None
+
+
+def pool_window(t: Args, nd: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
+    """A pooling call's kernel size, stride (the kernel size when not given) and padding per spatial axis, as its
+    1st to 3rd arguments or keywords; None without a kernel size."""
+    kernel = axis_ints(t, "1", "kernel_size", nd)
+    if kernel is None:
+        return None
+    return kernel, axis_ints(t, "2", "stride", nd) or kernel, axis_ints(t, "3", "padding", nd) or (0,) * nd
 
 
 def _recompute_resize(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
@@ -509,13 +525,10 @@ def _recompute_avg_pool(t: Args, nd: int) -> tuple[FloatArray, FloatArray] | Non
     each window's sum over its element count (the zero padding counted unless ``count_include_pad`` is false), or
     over ``divisor_override``. Only without ``ceil_mode`` (its partial last windows are left out)."""
     x, y = t.tensor("0"), t.output()
-    if x is None or y is None or x.ndim <= nd or t.scalar("ceil_mode", "4"):
+    window = pool_window(t, nd)
+    if x is None or y is None or x.ndim <= nd or window is None or t.scalar("ceil_mode", "4"):
         return None
-    kernel = axis_ints(t, "1", "kernel_size", nd)
-    if kernel is None:
-        return None
-    stride = axis_ints(t, "2", "stride", nd) or kernel
-    padding = axis_ints(t, "3", "padding", nd) or (0,) * nd
+    kernel, stride, padding = window
     include_pad = t.scalar("count_include_pad", "5")
     divisor = as_number(t.scalar("divisor_override", "6")) if nd > 1 else None
     if min(stride) < 1 or any(2 * p > k for p, k in zip(padding, kernel, strict=True)):
