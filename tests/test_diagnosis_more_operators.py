@@ -138,6 +138,16 @@ def test_a_sparse_product_fault_in_bfloat16_is_found_by_the_product_bound() -> N
     assert untranslated([diag.explanation, fd.reason, *diag.next_actions]) == []
 
 
+def test_a_broadcast_operands_summed_gradient_in_float16_is_rounding() -> None:
+    """A clean float16 product with a (4, 8, 1) operand broadcast over 8 columns: that operand's gradient sums the
+    incoming gradient over them, and the terms cancel (0.5 % rel L2 from the golden, elements out of tolerance). It is
+    a reduction, judged like a parameter gradient, not a faulty backward."""
+    out = compare_recorded(Path(__file__).parent / "data" / "msprobe_broadcast_gate_fp16_clean")
+    assert out.diagnosis is not None
+    assert (out.verdict, out.diagnosis.category, out.first_divergence) == ("pass", "no_layer_fault", None), \
+        out.diagnosis.explanation
+
+
 def test_a_scale_set_on_one_side_is_named_where_its_backward_shows_it() -> None:
     """``scale=0.125`` against the default (None, one over sqrt(8)): the forward output stays within bfloat16 precision,
     the attention's own backward is far beyond it from agreeing incoming gradients. The difference enters the forward

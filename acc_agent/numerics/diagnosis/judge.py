@@ -264,8 +264,11 @@ def _flow_excess(t: Tensor, err: float, upstream: float, graph: Graph) -> float:
             if "norm" in api_name(node.key).lower():
                 amplification = NORM_BACKWARD_AMPLIFICATION
             own = max(own, accumulation_budget(node, dtype))
+    summed = t.direction == "backward" and node is not None and _broadcast_gradient(t, node)
+    if summed:
+        own = max(own, REDUCTION_BUDGETS * budgets.budget(dtype))
     excess = _ratio(err, amplification * incoming + own)
-    if excess <= 1.0 and _leaves_tolerance(t):
+    if excess <= 1.0 and not summed and _leaves_tolerance(t):
         # the call turned inputs that are (almost) all within tolerance into an output of which more than 1 %
         # is not: an element-level jump, judged against a tighter own-rounding allowance
         tight = budgets.unit_roundoff(dtype) * TIGHT_ROUNDINGS
@@ -284,13 +287,24 @@ def _flow_excess(t: Tensor, err: float, upstream: float, graph: Graph) -> float:
             # elementwise error into a norm shift: a clean fp16 attention backward moves its norm 5 roundoffs
             ins.append(incoming)
         if ins:
-            own_norm = norm_rounding(dtype)
+            own_norm = own if summed else norm_rounding(dtype)  # a summed gradient's norm moves as its elements do
             if t.direction == "forward" and node is not None and _op_name(node) in ELEMENTWISE_SLOPE \
                     and budgets.canonical_dtype(dtype) in budgets.LOW_PRECISION:
                 own_norm = ACTIVATION_NORM_ROUNDINGS * budgets.unit_roundoff(dtype)
             allowed = AMPLIFICATION * max(ins) + own_norm
             excess = max(excess, _ratio(norm_err, allowed))
     return excess
+
+
+def _broadcast_gradient(t: Tensor, node: Node) -> bool:
+    """Whether ``t`` is a sum's or a product's gradient for an operand the forward call broadcast: fewer elements than
+    the gradient the call received, which it sums over the broadcast axes. Those terms cancel as a parameter
+    gradient's do (a clean fp16 gate ``x * x.mean(-1, keepdim=True)`` moves that operand's gradient by 0.5 %, and a
+    share of its elements out of tolerance), so it gets a reduction's rounding allowance and no element-level test."""
+    if t.is_input or _op_name(node) not in ADDITIVE | PRODUCT:
+        return False
+    n = numel(t.row.golden_shape)
+    return bool(n) and any((numel(x.row.golden_shape) or 0) > (n or 0) for x in node.inputs)
 
 
 def accumulation_budget(node: Node, dtype: str | None) -> float:
