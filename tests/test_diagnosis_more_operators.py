@@ -61,12 +61,13 @@ def test_conv_transpose_recomputed_as_torch_computes_it(kernel: int, stride: int
     ("msprobe_instance_norm_bf16", "Functional.instance_norm.0.forward"),
     ("msprobe_conv_transpose_bf16", "Functional.conv_transpose2d.0.forward"),
     ("msprobe_avg_pool_bf16", "Functional.avg_pool2d.0.forward"),
-    ("msprobe_interpolate_bf16", "Functional.interpolate.0.forward")])
+    ("msprobe_interpolate_bf16", "Functional.interpolate.0.forward"),
+    ("msprobe_exp_bf16", "Torch.exp.0.forward")])
 def test_recomputed_calls_clean_and_faulty_in_bfloat16(folder: str, call: str) -> None:
     """An instance norm (each sample's channel normalised over its positions), a transposed convolution (each input
-    element scattering its kernel-weighted copy), an average pool and a bilinear interpolation, re-computed in float64
-    from the target's own input and arguments: the clean ones pass, a sparse fault under the per-tensor bfloat16 budget
-    is named at its forward call, not at its backward."""
+    element scattering its kernel-weighted copy), an average pool, a bilinear interpolation and an exp, re-computed in
+    float64 from the target's own input and arguments: the clean ones pass, a sparse fault under the per-tensor bfloat16
+    budget is named at its forward call, not at its backward."""
     clean = compare_recorded(Path(__file__).parent / "data" / folder / "clean")
     assert clean.diagnosis is not None
     assert (clean.verdict, clean.diagnosis.category) == ("pass", "no_layer_fault"), clean.diagnosis.explanation
@@ -75,6 +76,21 @@ def test_recomputed_calls_clean_and_faulty_in_bfloat16(folder: str, call: str) -
     assert diag is not None and fd is not None
     assert (diag.category, fd.module, fd.direction) == ("operator_fault", call, "forward"), diag.explanation
     assert "re-computed in float64" in fd.reason
+
+
+@pytest.mark.parametrize("api", ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal",
+                                 "square", "abs", "neg", "sin", "cos"])
+def test_elementwise_functions_recomputed_as_torch_computes_them(api: str) -> None:
+    torch = pytest.importorskip("torch")
+    from acc_agent.numerics.diagnosis.probes import _recompute_elementwise
+
+    x = np.random.default_rng(2).random((3, 5)) + 0.1  # positive: every function is defined
+    y = getattr(torch, api)(torch.tensor(x)).numpy()
+    fake = SimpleNamespace(tensor=lambda *keys: x if "0" in keys else None, output=lambda: y,
+                           scalar=lambda *keys: None)
+    got = _recompute_elementwise(cast("Args", fake), f"Torch.{api}.0.forward")
+    assert got is not None
+    assert float(np.max(np.abs(got[1] - y.ravel()))) < 1e-12
 
 
 @pytest.mark.parametrize(("nd", "mode", "align", "size"), [

@@ -152,7 +152,11 @@ def kernel_residual(node: Node, target: Dump | None) -> float | None:
     Only the output's rounding separates the two when the kernel computes what its arguments say."""
     if target is None or node.direction != "forward" or not node.outputs or node.outputs[0].m.measure != "tensor":
         return None
+    from acc_agent.numerics.diagnosis.graph import api_name
+
     compute = _RECOMPUTE.get(family(node.key))
+    if compute is None and api_name(node.key).lower().strip("_") in _ELEMENTWISE:
+        compute = _recompute_elementwise
     if compute is None:
         return None
     args = Args(node, target, False)
@@ -166,6 +170,29 @@ def kernel_residual(node: Node, target: Dump | None) -> float | None:
     y, ref = pair
     res = relative_residual(y, ref)
     return res if math.isfinite(res) else None
+
+
+#: Elementwise functions (by API name) re-computed as they are: each element computed in a wider type and rounded
+#: once to the output's, on any device.
+_ELEMENTWISE: dict[str, Callable[[FloatArray], FloatArray]] = {
+    "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2, "log10": np.log10,
+    "log1p": np.log1p, "sqrt": np.sqrt, "rsqrt": lambda v: 1.0 / np.sqrt(v), "reciprocal": lambda v: 1.0 / v,
+    "square": np.square, "abs": np.abs, "neg": np.negative, "sin": np.sin, "cos": np.cos,
+}
+
+
+def _recompute_elementwise(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
+    """``torch.exp`` and the other functions of :data:`_ELEMENTWISE` applied to the target's own recorded input."""
+    from acc_agent.numerics.diagnosis.graph import api_name
+
+    fn = _ELEMENTWISE.get(api_name(name).lower().strip("_"))
+    x, y = t.tensor("0", "input"), t.output()
+    if fn is None or x is None or y is None or x.shape != y.shape:
+        return None
+    x, y = sampled([x.ravel(), y.ravel()], 0)
+    if x is None or y is None:
+        return None
+    return y, fn(x)
 
 
 def _recompute_activation(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
