@@ -184,6 +184,14 @@ class Graph:
     def consumers(self, t: Tensor) -> list[Tensor]:
         return [x for x in self.tensors if x.producer is t]
 
+    def backward_of(self, node: Node) -> Node | None:
+        """The backward call of a forward call (``X.forward`` -> ``X.backward``, ``Module.m.C.forward.0`` ->
+        ``Module.m.C.backward.0``); None when the dump has none."""
+        key = node.key
+        back = self.by_key.get(key[:-len(".forward")] + ".backward" if key.endswith(".forward")
+                               else key.replace(".forward.", ".backward.", 1))
+        return back if back is not node else None
+
     def backward_of_parameters(self, key: str) -> Node | None:
         """The backward call of the module whose parameter gradients are recorded under ``key``.
 

@@ -303,8 +303,8 @@ def _broadcast_gradient(t: Tensor, node: Node) -> bool:
     share of its elements out of tolerance), so it gets a reduction's rounding allowance and no element-level test."""
     if t.is_input or _op_name(node) not in ADDITIVE | PRODUCT:
         return False
-    n = numel(t.row.golden_shape)
-    return bool(n) and any((numel(x.row.golden_shape) or 0) > (n or 0) for x in node.inputs)
+    n = numel(t.row.golden_shape) or 0
+    return n > 0 and any((numel(x.row.golden_shape) or 0) > n for x in node.inputs)
 
 
 def accumulation_budget(node: Node, dtype: str | None) -> float:

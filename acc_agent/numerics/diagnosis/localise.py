@@ -150,10 +150,8 @@ def _set_on_one_side(golden: object, target: object) -> bool:
 def _backward_shows(node: Node, graph: Graph) -> Tensor | None:
     """The first output of ``node``'s own backward call beyond precision while every gradient it received is within:
     the call, not what reached it, changed the gradient."""
-    key = node.key
-    back = graph.by_key.get(key[:-len(".forward")] + ".backward" if key.endswith(".forward")
-                            else key.replace(".forward.", ".backward.", 1))
-    if back is None or back is node or any(x.beyond for x in back.inputs):
+    back = graph.backward_of(node)
+    if back is None or any(x.beyond for x in back.inputs):
         return None
     return next((x for x in back.outputs if x.beyond), None)
 

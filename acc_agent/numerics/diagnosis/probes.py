@@ -268,17 +268,8 @@ def _recompute_group_norm(t: Args) -> tuple[FloatArray, FloatArray] | None:
         return None
     grouped = x.reshape(x.shape[0], g, -1)
     out = ((grouped - grouped.mean(axis=-1, keepdims=True)) / np.sqrt(grouped.var(axis=-1, keepdims=True) + eps))
-    out = out.reshape(x.shape)
-    per_channel = (1, c) + (1,) * (x.ndim - 2)
-    if w is not None:
-        if w.size != c:
-            return None
-        out = out * w.reshape(per_channel)
-    if b is not None:
-        if b.size != c:
-            return None
-        out = out + b.reshape(per_channel)
-    return y, out
+    scaled = _per_channel_affine(out.reshape(x.shape), w, b)
+    return (y, scaled) if scaled is not None else None
 
 
 def _recompute_instance_norm(t: Args) -> tuple[FloatArray, FloatArray] | None:
@@ -290,29 +281,35 @@ def _recompute_instance_norm(t: Args) -> tuple[FloatArray, FloatArray] | None:
         return None
     c = x.shape[1]
     per_channel = (1, c) + (1,) * (x.ndim - 2)
-    w, b = t.tensor("weight", "3"), t.tensor("bias", "4")
+    mean, var = t.tensor("running_mean", "1"), t.tensor("running_var", "2")
+    if use_input_stats is False and (mean is None or var is None or mean.size != c or var.size != c):
+        return None
+    x, y = sampled([x, y], x.ndim - 1)
+    if x is None or y is None:
+        return None
     if use_input_stats is False:
-        mean, var = t.tensor("running_mean", "1"), t.tensor("running_var", "2")
-        if mean is None or var is None or mean.size != c or var.size != c:
-            return None
-        x, y = sampled([x, y], x.ndim - 1)
-        if x is None or y is None:
-            return None
+        assert mean is not None and var is not None  # checked above
         out = (x - mean.reshape(per_channel)) / np.sqrt(var.reshape(per_channel) + eps)
     else:
-        x, y = sampled([x, y], x.ndim - 1)
-        if x is None or y is None:
-            return None
         axes = tuple(range(2, x.ndim))
         out = (x - x.mean(axis=axes, keepdims=True)) / np.sqrt(x.var(axis=axes, keepdims=True) + eps)
-    for affine in (w, b):
+    scaled = _per_channel_affine(out, t.tensor("weight", "3"), t.tensor("bias", "4"))
+    return (y, scaled) if scaled is not None else None
+
+
+def _per_channel_affine(out: FloatArray, weight: FloatArray | None, bias: FloatArray | None) -> FloatArray | None:
+    """``out`` (channels on axis 1) scaled by a per-channel weight and shifted by a per-channel bias, either absent;
+    None when one does not hold a value per channel."""
+    c = out.shape[1]
+    per_channel = (1, c) + (1,) * (out.ndim - 2)
+    for affine in (weight, bias):
         if affine is not None and affine.size != c:
             return None
-    if w is not None:
-        out = out * w.reshape(per_channel)
-    if b is not None:
-        out = out + b.reshape(per_channel)
-    return y, out
+    if weight is not None:
+        out = out * weight.reshape(per_channel)
+    if bias is not None:
+        out = out + bias.reshape(per_channel)
+    return out
 
 
 def _recompute_softmax(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
@@ -364,6 +361,14 @@ def _conv_pair(t: Args, position: str, keyword: str, default: int) -> tuple[int,
 _CONV_MACS = 1 << 26
 
 
+def _conv_samples(x: FloatArray, y: FloatArray, macs_per_sample: int) -> tuple[FloatArray, FloatArray]:
+    """Evenly spaced samples of a convolution's batch, as many as ``_CONV_MACS`` multiply-adds allow (at least one)."""
+    n = x.shape[0]
+    keep = max(1, min(n, _CONV_MACS // max(macs_per_sample, 1)))
+    idx = np.unique(np.linspace(0, n - 1, keep).astype(np.int64))
+    return x[idx], y[idx]
+
+
 def _conv_operands(t: Args) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray | None] | None:
     """A 2-D convolution's (transposed or not) input, 4-D weight, output and bias, an unbatched call given a batch of
     one; None when a tensor is missing."""
@@ -397,10 +402,7 @@ def _recompute_conv(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
     out_c, c_group, kh, kw = w.shape
     if c != c_group * groups_n or out_c % groups_n or y.shape[:2] != (n, out_c):
         return None
-    macs_per_sample = y[0].size * c_group * kh * kw
-    keep = max(1, min(n, _CONV_MACS // max(macs_per_sample, 1)))
-    idx = np.unique(np.linspace(0, n - 1, keep).astype(np.int64))
-    x, y = x[idx], y[idx]
+    x, y = _conv_samples(x, y, y[0].size * c_group * kh * kw)
     xp = np.pad(x, ((0, 0), (0, 0), (padding[0], padding[0]), (padding[1], padding[1])))
     span = (dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1)
     if xp.shape[2] < span[0] or xp.shape[3] < span[1]:
@@ -439,10 +441,7 @@ def _recompute_conv_transpose(t: Args) -> tuple[FloatArray, FloatArray] | None:
     out_c = per_out * groups_n
     if c != c_in or c % groups_n or y.shape[:2] != (n, out_c):
         return None
-    macs_per_sample = x[0].size * per_out * kh * kw
-    keep = max(1, min(n, _CONV_MACS // max(macs_per_sample, 1)))
-    idx = np.unique(np.linspace(0, n - 1, keep).astype(np.int64))
-    x, y = x[idx], y[idx]
+    x, y = _conv_samples(x, y, x[0].size * per_out * kh * kw)
     full = np.zeros((x.shape[0], out_c, (h - 1) * stride[0] + dilation[0] * (kh - 1) + 1 + extra[0],
                      (wd - 1) * stride[1] + dilation[1] * (kw - 1) + 1 + extra[1]))
     c_group = c // groups_n
