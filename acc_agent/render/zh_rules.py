@@ -177,6 +177,10 @@ RULES: list[tuple[str, str]] = [
     (r"beyond precision \((?P<x>\S+)x the allowed error\)", "超出精度（允许误差的 {x} 倍）"),
     (r"^first divergence$", "首个偏离点"),
     (r"^first divergence; ", "首个偏离点；"),
+    (r"^this rank's first divergence, received through a collective$", "本 rank 的首个偏离点，经集合通信传入"),
+    (r"^this rank's first divergence, received through a collective; ", "本 rank 的首个偏离点，经集合通信传入；"),
+    (r"^this rank's first divergence$", "本 rank 的首个偏离点"),
+    (r"^this rank's first divergence; ", "本 rank 的首个偏离点；"),
     (r"cosine (?P<c>\S+) < (?P<lim>\S+)", "余弦 {c} < {lim}"),
 
     # ------------------------------------------------------------------ diagnosis: first divergence reasons

@@ -101,8 +101,10 @@ class _Titled:
     column: Column[DumpRow]
 
 
-def _columns(name_width: int, figures: list[Figure]) -> list[_Titled]:
-    return [_Titled("status", Column(lambda r: r.status, width=8)),
+def _columns(name_width: int, figures: list[Figure], rank_width: int = 0) -> list[_Titled]:
+    """The table's columns; ``rank_width`` > 0 adds the rank each row comes from (rows of several ranks)."""
+    ranks = [_Titled("rank", Column(lambda r: terminal_text(r.rank or ""), width=rank_width))] if rank_width else []
+    return [_Titled("status", Column(lambda r: r.status, width=8)), *ranks,
             _Titled("name", Column(lambda r: _short(terminal_text(r.name), name_width), width=name_width)),
             *(_Titled(title, Column(cell, width=width, align=">")) for title, cell, width in figures),
             _Titled("", Column(lambda r: "")),  # a blank column: the note stands two spaces off the figures
@@ -129,7 +131,9 @@ def render_text(out: CompareDumpsOutput) -> str:
     shown = worst_first(out.rows)
     width = min(70, max([len(terminal_text(r.name)) for r in shown] + [4]))
     statistics = bool(shown) and all(r.compare_mode != "tensor" for r in shown)
-    columns = _columns(width, _STATISTICS_FIGURES if statistics else _TENSOR_FIGURES)
+    ranks = {r.rank or "" for r in shown}
+    columns = _columns(width, _STATISTICS_FIGURES if statistics else _TENSOR_FIGURES,
+                       max(len(terminal_text(k)) for k in ranks) if len(ranks) > 1 else 0)
     rest = []
     if out.rows_truncated:
         rest.append(f"... {out.rows_total - len(out.rows)} more rows in {out.csv_path}")
@@ -552,7 +556,7 @@ def _merged(params: CompareDumpsInput, outcomes: list[RankOutcome], infos: list[
     """One result from the ranks' outcomes (in rank order): the verdict, the diagnosis across ranks,
     the CSV and the compact inline rows. Every way of running the ranks ends here; ``background``
     is a CSV writer already started on these rows (it is handed the diagnosis's changes)."""
-    from acc_agent.numerics.diagnosis.ranks import RankResult, combine_ranks
+    from acc_agent.numerics.diagnosis.ranks import RankResult, combine_ranks, mark_rank_rows
     from acc_agent.tools._compare_csv import write_csv
 
     evidence = [Evidence(kind="file", ref=str(d.source), detail=f"{side} dump ({d.kind}, {d.n_entries} tensors"
@@ -567,6 +571,8 @@ def _merged(params: CompareDumpsInput, outcomes: list[RankOutcome], infos: list[
     unmatched_t = unmatched_t + [n for o in outcomes for n in o.unmatched_target]
     first_divergence, diagnosis = combine_ranks([RankResult(o.key, o.first_divergence, o.diagnosis)
                                                  for o in outcomes])
+    # each rank's diagnosis marked its own first divergence: only the one named keeps the plain mark
+    named_row = mark_rank_rows([(o.key, o.first_divergence, o.rows) for o in outcomes], first_divergence)
     _say_ranks_not_compared(diagnosis, unmatched_g, unmatched_t)
     if pairing_notes or regions:
         diagnosis.details["pairing_notes"] = pairing_notes[:12]
@@ -585,6 +591,9 @@ def _merged(params: CompareDumpsInput, outcomes: list[RankOutcome], infos: list[
                        autocast=autocast)
     csv_path = None
     keep = rows if params.all_rows else _once(worst_first(rows, 2 * params.top), params.top)
+    if named_row is not None and not any(r is named_row for r in keep):
+        # where the difference starts is listed whatever its size (later rows are usually further off)
+        keep = [*keep[:params.top - 1], named_row] if params.top > 1 else [named_row]
     truncated = len(keep) < len(rows)
     csv_at = len(evidence)  # where the background CSV's evidence goes once it is written (below)
     if background is None and (params.csv or truncated):

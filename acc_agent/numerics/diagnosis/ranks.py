@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from acc_agent.models.compare import DumpRow
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, RankFinding
 from acc_agent.numerics.diagnosis.graph import COLLECTIVE_PREFIXES
 
@@ -179,3 +180,33 @@ def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Di
                              else f" All {len(findings)} ranks are clean.")
     diag.ranks = findings
     return fd, diag
+
+
+#: How a rank's own first divergence is marked in its row when another rank is the one named: each rank's diagnosis
+#: marks its own, and a reader of the merged table must not take a rank that only receives the difference for the
+#: place it starts.
+FIRST_MARK = "first divergence"
+RECEIVED_MARK = "this rank's first divergence, received through a collective"
+OWN_MARK = "this rank's first divergence"
+
+
+def mark_rank_rows(ranks: list[tuple[str, FirstDivergence | None, list[DumpRow]]],
+                   named: FirstDivergence | None) -> DumpRow | None:
+    """Re-word the first-divergence marks of the ranks not named; the named first divergence's row, if any.
+
+    ``ranks``: each rank's key, its own first divergence and its rows."""
+    found = None
+    for key, fd, rows in ranks:
+        if fd is None:
+            continue
+        mine = named is not None and (len(ranks) == 1 or key == named.rank_key)
+        for row in rows:
+            if row.name != fd.name or not row.message.startswith(FIRST_MARK):
+                continue
+            if mine:
+                found = row
+            else:
+                mark = RECEIVED_MARK if _via_collective(fd) else OWN_MARK
+                row.message = mark + row.message[len(FIRST_MARK):]
+            break
+    return found

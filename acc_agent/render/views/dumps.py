@@ -51,6 +51,10 @@ def _metric_cells(c: Ctx, row: DumpRow) -> Row:
     return cells
 
 
+def _tensor_cell(row: DumpRow, with_rank: bool) -> Markup:
+    return code(row.name) + Markup(" ") + code(row.rank) if with_rank and row.rank else code(row.name)
+
+
 def dumps_view(c: Ctx, r: SkillResult, limit: int = 40) -> DumpsView:
     out = r.output_as(CompareDumpsOutput)
     if out is None:
@@ -60,9 +64,13 @@ def dumps_view(c: Ctx, r: SkillResult, limit: int = 40) -> DumpsView:
     # one row per tensor (an input that is the previous call's output repeats it), a window around the
     # first divergence: what a reviewer checks is what agrees just before it and what follows
     unique = [x for x in out.rows if not x.same_as or x.name == fd_name]
-    at = next((i for i, x in enumerate(unique) if x.name == fd_name), 0)
+    fd_rank = fd.rank_key if fd is not None else None
+    # rows of several ranks: the window is the named rank's, and each row says its rank
+    at = next((i for i, x in enumerate(unique) if x.name == fd_name and (fd_rank is None or x.rank == fd_rank)), 0)
     start = max(0, min(at - limit // 3, len(unique) - limit))
-    rows = [[code(row.name), *_metric_cells(c, row), c.vw("row", row.status)] for row in unique[start:start + limit]]
+    several = len({x.rank for x in unique}) > 1
+    rows = [[_tensor_cell(row, several), *_metric_cells(c, row), c.vw("row", row.status)]
+            for row in unique[start:start + limit]]
     diagnosis = out.diagnosis
     category = diagnosis.category if diagnosis is not None else None
     return DumpsView(
