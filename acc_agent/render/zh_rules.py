@@ -166,6 +166,10 @@ RULES: list[tuple[str, str]] = [
     (r"(?P<n>\d+) by statistics", "{n} 对按统计量"),
     (r"(?P<n>\d+) by md5 \(\+statistics\)", "{n} 对按 md5（+统计量）"),
     (r"; (?P<n>\d+) non-tensor arguments compared, (?P<f>\d+) flagged", "；对比了 {n} 个非张量参数，{f} 个被标记"),
+    # a row whose message is msprobe's own opens with its status ("error: The dtype of NPU and Bench are ...")
+    (r"; worst: (?P<name>\S+) \((?P<t_msg>(?:error|warning): The(?:re)? .*)\); first divergence: (?P<fd>\S+)$",
+     "；最差：{name}（{t_msg}）；首个偏离点：{fd}"),
+    (r"; worst: (?P<name>\S+) \((?P<t_msg>(?:error|warning): The(?:re)? .*)\)$", "；最差：{name}（{t_msg}）"),
     (r"; worst: (?P<name>\S+) \((?P<t_status>error|warning): (?P<t_msg>.*)\); first divergence: (?P<fd>\S+)$",
      "；最差：{name}（{t_status}：{t_msg}）；首个偏离点：{fd}"),
     (r"; worst: (?P<name>\S+) \((?P<t_status>error|warning): (?P<t_msg>.*)\)$", "；最差：{name}（{t_status}：{t_msg}）"),

@@ -340,7 +340,10 @@ def _summary(rows: list[DumpRow], scalar_rows: Sequence[ScalarRow], keep: list[D
                             f"{value_text(first.golden.value)})")
     worst = keep[0] if keep else None
     if worst is not None and worst.status != "pass":
-        summary += f"; worst: {worst.name} ({worst.status}: {worst.message or 'see metrics'})"
+        # msprobe's messages open with their own status ("error: The dtype of NPU and Bench are inconsistent.")
+        said = worst.message if worst.message.startswith(f"{worst.status}: ") else \
+            f"{worst.status}: {worst.message or 'see metrics'}"
+        summary += f"; worst: {worst.name} ({said})"
     return summary
 
 
