@@ -14,6 +14,7 @@ arguments as rows of their own, in msprobe's row order and number spelling.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import operator
@@ -263,7 +264,10 @@ def status_cells(row: DumpRow) -> str:
     return _status_text(d.get("status", "pass"), d.get("message", ""))
 
 
+@functools.lru_cache(maxsize=4096)
 def _status_text(status: str, message: str) -> str:
+    # a few messages repeat over hundreds of thousands of rows (msprobe's dtype error on every row of a bfloat16
+    # target): each is encoded once
     return f"{status},{_quoted(json.dumps(message.split('; '))) if message else '[]'},"
 
 

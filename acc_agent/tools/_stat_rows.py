@@ -711,22 +711,20 @@ class _Engine:
             judge = np.logical_or.reduceat(flag, starts) | by_rule
         if per_row:
             judge[np.searchsorted(starts, np.array(per_row, dtype=np.intp), side="right") - 1] = True
-        visit = judge
-        scalars = self.target.scalars
-        if scalars:
-            with_scalars_arr = np.array([keys[s] in scalars for s in bounds[:-1]], dtype=bool)
-            visit = judge | with_scalars_arr
         # between two float types every call is flagged for its dtype alone: its rows are judged here, not record by
-        # record (4 s of a bfloat16 target's 300k rows)
+        # record (4 s of a bfloat16 target's 300k rows); a call with a scalar argument that differs or is an output
+        # is judged again below with it, which can only add to what is found here
         dtype_calls = judge & ~np.logical_or.reduceat(other, starts) & ~by_rule
         if per_row:
             dtype_calls[np.searchsorted(starts, np.array(per_row, dtype=np.intp), side="right") - 1] = False
-        if scalars:
-            dtype_calls &= ~with_scalars_arr
         if dtype_calls.any():
-            visit = visit & ~dtype_calls
             _flag_dtypes(ch, [(bounds[r], bounds[r + 1]) for r in np.flatnonzero(dtype_calls).tolist()],
                          dtype_only.tolist(), is_out.tolist())
+            judge &= ~dtype_calls
+        visit = judge
+        scalars = self.target.scalars
+        if scalars:
+            visit = judge | np.array([keys[s] in scalars for s in bounds[:-1]], dtype=bool)
 
         rows = self.factory.wrap_all([v if v is not None else self._skipped(tes[i], ges[i], pairs[i].method)
                                       for i, v in enumerate(ch.values)])
