@@ -149,3 +149,26 @@ def test_bulk_statistics_measure_equals_the_per_row_one(tmp_path: Path) -> None:
     assert bulk[0].err == 0.0 and bulk[1].err == pytest.approx(0.05)
     assert bulk[3].err == float("inf")  # a bool mask whose bytes differ
     assert bulk[5].target_nonfinite and bulk[5].err == float("inf")
+
+
+@pytest.mark.parametrize("folder", ["msprobe_tp_shard_swapped/golden/step0/rank1:msprobe_tp_shard_swapped/target/step0/rank1",
+                                    "msprobe_group_norm/fp16_stats_sparse/golden:msprobe_group_norm/fp16_stats_sparse/target"])
+def test_bulk_measure_of_rows_msprobe_calls_errors(folder: str) -> None:
+    """Between two float types msprobe's rules make every statistics row an "error" (the dtype differs); the bulk
+    measure takes them too, and gives what the per-row reference gives, field by field (real msprobe dumps)."""
+    from acc_agent.io.dumps import open_dump
+    from acc_agent.io.pairing import pair_entries
+    from acc_agent.numerics.diagnosis.measure import measure_and_fingerprint, measure_row
+    from acc_agent.tools._stat_rows import statistics_rows
+
+    data = Path(__file__).parent / "data"
+    golden, target = (data / part for part in folder.split(":"))
+    g, t = open_dump(golden), open_dump(target)
+    assert g is not None and t is not None
+    rows = statistics_rows(g, t, pair_entries(g, t).pairs).rows  # type: ignore[arg-type]
+    errors = [r for r in rows if r.status == "error"]
+    assert len(errors) >= 0.8 * len(rows) >= 8, "a float-type change: msprobe's dtype rule flags (nearly) every row"
+    bulk, prints = measure_and_fingerprint(rows, g, t, None, None)  # type: ignore[arg-type]
+    one = [measure_row(r, g, t, None, None) for r in rows]  # type: ignore[arg-type]
+    assert [repr(m) for m in bulk] == [repr(m) for m in one]
+    assert sum(p is not None for p in prints) >= len(errors) // 2  # fingerprinted on the way, for the dataflow links
