@@ -91,3 +91,31 @@ def compare_all_rows() -> CompareDumpsOutput:
                                       "workers": 1, "all_rows": True})
     assert isinstance(out, CompareDumpsOutput)
     return out
+
+
+def test_the_report_lists_a_statistics_dump_by_its_statistics(tmp_path: Path) -> None:
+    """msprobe's default dump holds statistics only: Compare.md lists their differences (every one a number), not a
+    tensor table whose every cell would be "N/A — not computable", and keeps to the named rank's rows."""
+    import shutil
+
+    from acc_agent.app.report import render_all
+    from acc_agent.app.workflow import run_workflow
+    from acc_agent.io.project_file import load_project
+    from acc_agent.registry import call_tool
+
+    project = tmp_path / "proj"
+    shutil.copytree(DATA, project / "dumps")
+    call_tool("init_project", {"folder": str(project), "target_precision": "fp16",
+                               "dumps": {"golden": "dumps/golden", "target": "dumps/target"}})
+    wf = run_workflow(load_project(project / "mig.yaml"))
+    heads = {"en": "| Tensor | Max diff | Min diff | Mean diff | Norm diff | Norm rel. err | Status |",
+             "zh": "| 张量 | 最大值差 | 最小值差 | 均值差 | 范数差 | 范数相对误差 | 状态 |"}
+    for lang, head in heads.items():
+        render_all(wf, tmp_path / lang, lang, with_plots=False)
+        text = (tmp_path / lang / "Compare.md").read_text(encoding="utf-8")
+        assert head in text and "| Cosine |" not in text and "| 余弦相似度 |" not in text
+        table = text[text.index(head):].split("\n\n", 1)[0].splitlines()[2:]
+        assert len(table) >= 10
+        assert all("`step0/rank1`" in line for line in table), "the window keeps to the rank the answer names"
+        assert any(NAMED in line for line in table)
+        assert not [line for line in table if "N/A" in line], table

@@ -31,6 +31,8 @@ class DumpsView:
     unique: int = 0
     window: str = "0"
     csv_command: Markup = Markup("")
+    #: The rows hold statistics only (msprobe's default dump): their columns are msprobe's statistics differences.
+    statistics: bool = False
 
 
 def rel_l2(row: DumpRow) -> float | None:
@@ -51,6 +53,17 @@ def _metric_cells(c: Ctx, row: DumpRow) -> Row:
     return cells
 
 
+def _statistics_cells(c: Ctx, row: DumpRow) -> Row:
+    """msprobe's statistics differences (target − golden) and its NormRelativeErr, the figure its rules judge."""
+    cells: Row = []
+    for value in (row.max_diff, row.min_diff, row.mean_diff, row.norm_diff):
+        number = finite(value)
+        cells.append(c.val(number) if number is not None else c.na(c.t("na_not_computable")))
+    rel = finite(row.norm_rel_diff)
+    cells.append(c.val(f"{rel:.3%}") if rel is not None else c.na(c.t("na_not_computable")))
+    return cells
+
+
 def _tensor_cell(row: DumpRow, with_rank: bool) -> Markup:
     return code(row.name) + Markup(" ") + code(row.rank) if with_rank and row.rank else code(row.name)
 
@@ -65,19 +78,25 @@ def dumps_view(c: Ctx, r: SkillResult, limit: int = 40) -> DumpsView:
     # first divergence: what a reviewer checks is what agrees just before it and what follows
     unique = [x for x in out.rows if not x.same_as or x.name == fd_name]
     fd_rank = fd.rank_key if fd is not None else None
-    # rows of several ranks: the window is the named rank's, and each row says its rank
-    at = next((i for i, x in enumerate(unique) if x.name == fd_name and (fd_rank is None or x.rank == fd_rank)), 0)
-    start = max(0, min(at - limit // 3, len(unique) - limit))
     several = len({x.rank for x in unique}) > 1
-    rows = [[_tensor_cell(row, several), *_metric_cells(c, row), c.vw("row", row.status)]
-            for row in unique[start:start + limit]]
+    of_rank = ""
+    if several and fd_rank is not None and any(x.rank == fd_rank for x in unique):
+        # rows of several ranks: the window is the named rank's (each row still says its rank)
+        unique = [x for x in unique if x.rank == fd_rank]
+        of_rank = f" ({fd_rank})"
+    at = next((i for i, x in enumerate(unique) if x.name == fd_name), 0)
+    start = max(0, min(at - limit // 3, len(unique) - limit))
+    window = unique[start:start + limit]
+    statistics = bool(window) and all(row.compare_mode != "tensor" for row in window)
+    figures = _statistics_cells if statistics else _metric_cells
+    rows = [[_tensor_cell(row, several), *figures(c, row), c.vw("row", row.status)] for row in window]
     diagnosis = out.diagnosis
     category = diagnosis.category if diagnosis is not None else None
     return DumpsView(
         ok=True, rows=rows, verdict=out.verdict,
         total=max(len(out.rows), out.rows_total), shown=len(rows),
-        unique=len(unique), window=f"{start + 1}–{start + len(rows)}" if rows else "0",
-        csv_command=code(f"{r.command} --csv compare_dumps.csv"),
+        unique=len(unique), window=f"{start + 1}–{start + len(rows)}{of_rank}" if rows else "0",
+        csv_command=code(f"{r.command} --csv compare_dumps.csv"), statistics=statistics,
         first=c.val(fd.name, r.command) if fd is not None and fd.name else c.val(c.t("v_none_found"), r.command),
         first_name=fd_name,
         first_reason=c.val(c.tt(fd.reason or "")) if fd is not None else Markup(""),
