@@ -119,3 +119,6 @@ def test_the_report_lists_a_statistics_dump_by_its_statistics(tmp_path: Path) ->
         assert all("`step0/rank1`" in line for line in table), "the window keeps to the rank the answer names"
         assert any(NAMED in line for line in table)
         assert not [line for line in table if "N/A" in line], table
+        where = {"en": f"`{NAMED}` on `rank1`", "zh": f"`{NAMED}`（位于 `rank1`）"}[lang]
+        for doc in ("Mig_report.md", "Summary.md"):
+            assert where in (tmp_path / lang / doc).read_text(encoding="utf-8"), doc

@@ -23,6 +23,8 @@ class DumpsView:
     rows: list[Row] = field(default_factory=list)
     verdict: str | None = None
     first_name: str | None = None
+    #: The rank (step/rank where the dump holds several steps) the first divergence is on, when several were compared.
+    first_rank: str | None = None
     first_reason: Markup = Markup("")
     explanation: Markup = Markup("")
     next_actions: list[Markup] = field(default_factory=list)
@@ -64,6 +66,15 @@ def _statistics_cells(c: Ctx, row: DumpRow) -> Row:
     return cells
 
 
+def _first_rank(out: CompareDumpsOutput) -> str | None:
+    """Where the first divergence is, when several ranks (or steps) were compared: one rank alone needs no name."""
+    fd, diagnosis = out.first_divergence, out.diagnosis
+    if fd is None or diagnosis is None or len(diagnosis.ranks) < 2:
+        return None
+    steps = {f.step for f in diagnosis.ranks}
+    return (fd.rank_key if len(steps) > 1 else fd.rank) or None
+
+
 def _tensor_cell(row: DumpRow, with_rank: bool) -> Markup:
     return code(row.name) + Markup(" ") + code(row.rank) if with_rank and row.rank else code(row.name)
 
@@ -98,7 +109,7 @@ def dumps_view(c: Ctx, r: SkillResult, limit: int = 40) -> DumpsView:
         unique=len(unique), window=f"{start + 1}–{start + len(rows)}{of_rank}" if rows else "0",
         csv_command=code(f"{r.command} --csv compare_dumps.csv"), statistics=statistics,
         first=c.val(fd.name, r.command) if fd is not None and fd.name else c.val(c.t("v_none_found"), r.command),
-        first_name=fd_name,
+        first_name=fd_name, first_rank=_first_rank(out),
         first_reason=c.val(c.tt(fd.reason or "")) if fd is not None else Markup(""),
         category=c.vw("category", category) if category else c.na(c.t("na_no_diagnosis")),
         explanation=c.val(c.tt(diagnosis.explanation if diagnosis is not None else "")),
