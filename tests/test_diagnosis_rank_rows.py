@@ -122,3 +122,25 @@ def test_the_report_lists_a_statistics_dump_by_its_statistics(tmp_path: Path) ->
         where = {"en": f"`{NAMED}` on `rank1`", "zh": f"`{NAMED}`（位于 `rank1`）"}[lang]
         for doc in ("Mig_report.md", "Summary.md"):
             assert where in (tmp_path / lang / doc).read_text(encoding="utf-8"), doc
+
+
+def test_a_clean_float16_statistics_dump_says_its_errors_are_msprobes_dtype_rule(tmp_path: Path) -> None:
+    """msprobe's dtype rule makes every row of a float16 target an error; when every tensor is within the target's
+    precision (verdict pass) the report's rows say that is all it is, in both languages."""
+    import shutil
+
+    from acc_agent.app.report import render_all
+    from acc_agent.app.workflow import run_workflow
+    from acc_agent.io.project_file import load_project
+    from acc_agent.registry import call_tool
+
+    project = tmp_path / "proj"
+    shutil.copytree(Path(__file__).parent / "data" / "msprobe_group_norm" / "fp16_stats_clean", project / "dumps")
+    call_tool("init_project", {"folder": str(project), "target_precision": "fp16",
+                               "dumps": {"golden": "dumps/golden", "target": "dumps/target"}})
+    wf = run_workflow(load_project(project / "mig.yaml"))
+    words = {"en": ("| dtype only (msprobe: error) |", "| error |"), "zh": ("| 仅 dtype 不同（msprobe：错误） |", "| 错误 |")}
+    for lang, (said, plain) in words.items():
+        render_all(wf, tmp_path / lang, lang, with_plots=False)
+        text = (tmp_path / lang / "Compare.md").read_text(encoding="utf-8")
+        assert text.count(said) >= 10 and plain not in text

@@ -286,6 +286,7 @@ WORDS: dict[str, dict[str, dict[str, str]]] = {
         "error": {"en": "error", "zh": "错误"},
         "unmatched": {"en": "unmatched", "zh": "未配对"},
         "skipped": {"en": "skipped", "zh": "跳过"},
+        "dtype_only": {"en": "dtype only (msprobe: error)", "zh": "仅 dtype 不同（msprobe：错误）"},
     },
     "check": {
         "ok": {"en": "ok", "zh": "正常"},

@@ -11,6 +11,7 @@ from acc_agent.models.compare import CompareDumpsOutput, DumpRow
 from acc_agent.models.workflow import SkillResult
 from acc_agent.render.cells import Ctx, Row, finite
 from acc_agent.render.env import code
+from acc_agent.tools.compare_dumps import precision_change_only
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def dumps_view(c: Ctx, r: SkillResult, limit: int = 40) -> DumpsView:
     out = r.output_as(CompareDumpsOutput)
     if out is None:
         return DumpsView(ok=False, gap=c.gap(r), summary=c.gap(r), first=c.gap(r), category=c.gap(r))
-    fd = out.first_divergence
+    fd, diagnosis = out.first_divergence, out.diagnosis
     fd_name = fd.name if fd is not None else None
     # one row per tensor (an input that is the previous call's output repeats it), a window around the
     # first divergence: what a reviewer checks is what agrees just before it and what follows
@@ -100,8 +101,10 @@ def dumps_view(c: Ctx, r: SkillResult, limit: int = 40) -> DumpsView:
     window = unique[start:start + limit]
     statistics = bool(window) and all(row.compare_mode != "tensor" for row in window)
     figures = _statistics_cells if statistics else _metric_cells
-    rows = [[_tensor_cell(row, several), *figures(c, row), c.vw("row", row.status)] for row in window]
-    diagnosis = out.diagnosis
+    # every tensor within the target's precision: a row msprobe flags only for its float type says so
+    clean = diagnosis is not None and diagnosis.category == "no_layer_fault" and out.verdict == "pass"
+    rows = [[_tensor_cell(row, several), *figures(c, row),
+             c.vw("row", "dtype_only" if clean and precision_change_only(row) else row.status)] for row in window]
     category = diagnosis.category if diagnosis is not None else None
     return DumpsView(
         ok=True, rows=rows, verdict=out.verdict,
