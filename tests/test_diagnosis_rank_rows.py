@@ -119,6 +119,10 @@ def test_the_report_lists_a_statistics_dump_by_its_statistics(tmp_path: Path) ->
         assert all("`step0/rank1`" in line for line in table), "the window keeps to the rank the answer names"
         assert any(NAMED in line for line in table)
         assert not [line for line in table if "N/A" in line], table
+        # the replay step: a statistics dump cannot be replayed (re-dump the call as tensors), and the command names
+        # the rank, which replay-op asks for on a root of several ranks
+        assert "--op Functional.linear.0.forward --rank step0/rank1`" in text
+        assert {"en": "the dumps hold statistics only", "zh": "该 dump 只含统计量"}[lang] in text
         where = {"en": f"`{NAMED}` on `rank1`", "zh": f"`{NAMED}`（位于 `rank1`）"}[lang]
         for doc in ("Mig_report.md", "Summary.md"):
             assert where in (tmp_path / lang / doc).read_text(encoding="utf-8"), doc

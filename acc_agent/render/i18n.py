@@ -216,6 +216,11 @@ STRINGS: dict[str, dict[str, str]] = {
                    "zh": "{total} 个输出中 {n} 个在容差内（rtol={rtol}，atol={atol}，{precision} 容差）"},
     "na_not_computable": {"en": "not computable", "zh": "无法计算"},
     "na_not_evaluated": {"en": "not evaluated", "zh": "未评估"},
+    "na_replay_statistics": {
+        "en": "the dumps hold statistics only, and a call is re-run from its tensors: dump {op} again with msprobe's "
+              "task 'tensor' (its config 'list' set to that API keeps the dump small), then run the replay on those dumps",
+        "zh": "该 dump 只含统计量，而重放需要调用的张量：用 msprobe 的 task 'tensor' 重新 dump {op}（在配置的 'list' 中只填该 API "
+              "可使 dump 保持很小），再对新 dump 运行重放"},
     "loc_diff": {"en": "{arg}: golden {golden}, target {target}", "zh": "{arg}：golden 侧 {golden}，目标侧 {target}"},
     "perf_row": {"en": "{metric} (batch {bs})", "zh": "{metric}（batch {bs}）"},
     "m_p50": {"en": "p50", "zh": "p50"},

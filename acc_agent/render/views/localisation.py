@@ -50,9 +50,24 @@ def replay_command(dumps: SkillResult) -> str:
     sides = ([w if w.startswith("<") else shlex.quote(w) for w in words[2:4]] if len(words) >= 4
              else ["<DUMPS.GOLDEN>", "<DUMPS.TARGET>"])  # placeholders stay as the other fill-in lines print them
     out = dumps.output_as(CompareDumpsOutput)
-    call = out.first_divergence.module if out is not None and out.first_divergence is not None else None
+    fd = out.first_divergence if out is not None else None
+    call = fd.module if fd is not None else None
     op = shlex.quote(call) if call else "'<first divergence call>'"
-    return f"acc-agent replay-op {sides[0]} {sides[1]} --op {op}"
+    line = f"acc-agent replay-op {sides[0]} {sides[1]} --op {op}"
+    if out is not None and fd is not None and fd.rank_key and out.diagnosis is not None and len(out.diagnosis.ranks) > 1:
+        line += f" --rank {shlex.quote(fd.rank_key)}"  # dump roots of several ranks: replay-op asks which
+    return line
+
+
+def _statistics_only(dumps: SkillResult) -> str | None:
+    """The diverging call when the comparison had statistics only (msprobe's default dump), which no replay can
+    re-run: it needs the call's tensors."""
+    out = dumps.output_as(CompareDumpsOutput)
+    if out is None or out.first_divergence is None or not out.rows:
+        return None
+    if any(r.compare_mode == "tensor" for r in out.rows):
+        return None
+    return out.first_divergence.module
 
 
 def _replay(c: Ctx, r: SkillResult, o: ReplayOpOutput) -> ReplayView:
@@ -77,6 +92,10 @@ def _bisect(c: Ctx, r: SkillResult, o: BisectPrecisionOutput) -> BisectView:
 def localisation_view(c: Ctx, wf: WorkflowResult) -> LocalisationView:
     rp, bs = wf.get("replay"), wf.get("bisect")
     replay, bisect = rp.output_as(ReplayOpOutput), bs.output_as(BisectPrecisionOutput)
+    dumps = wf.get("dumps")
+    command = replay_command(dumps)
+    call = _statistics_only(dumps)
+    replay_gap = c.na(c.t("na_replay_statistics").format(op=call), command) if call else c.gap(rp, command)
     return LocalisationView(replay=_replay(c, rp, replay) if replay is not None else None,
                             bisect=_bisect(c, bs, bisect) if bisect is not None else None,
-                            replay_gap=c.gap(rp, replay_command(wf.get("dumps"))), bisect_gap=c.gap(bs))
+                            replay_gap=replay_gap, bisect_gap=c.gap(bs))
