@@ -179,6 +179,8 @@ RULES: list[tuple[str, str]] = [
      "首个偏离点；仅 {pct} 的元素在容差内（< {need}）"),
     (r"only (?P<pct>[\d.]+%) of elements within tolerance \(< (?P<need>\d+%)\)", "仅 {pct} 的元素在容差内（< {need}）"),
     (r"beyond precision \((?P<x>\S+)x the allowed error\)", "超出精度（允许误差的 {x} 倍）"),
+    (r"another API's layout of the same argument: its call gives the golden's output",
+     "另一个 API 对同一参数的布局：该调用给出与 golden 相同的输出"),
     (r"^first divergence$", "首个偏离点"),
     (r"^first divergence; ", "首个偏离点；"),
     (r"^this rank's first divergence, received through a collective$", "本 rank 的首个偏离点，经集合通信传入"),
