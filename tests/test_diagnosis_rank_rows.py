@@ -148,3 +148,19 @@ def test_a_clean_float16_statistics_dump_says_its_errors_are_msprobes_dtype_rule
         render_all(wf, tmp_path / lang, lang, with_plots=False)
         text = (tmp_path / lang / "Compare.md").read_text(encoding="utf-8")
         assert text.count(said) >= 10 and plain not in text
+
+
+HASH_RACE = Path(__file__).parent / "data" / "msprobe_md5_hash_race"
+
+
+def test_a_digest_alone_does_not_outrank_an_overflow_at_the_same_call() -> None:
+    """Both ranks first diverge at the GELU: rank 1 writes Inf from finite inputs, rank 0 shows only an md5 that
+    differs while every statistic agrees (a digest taken while an in-place all_reduce was writing, see the README).
+    The rank named is the one whose values show it."""
+    out = compare_recorded(HASH_RACE)
+    fd, diagnosis = out.first_divergence, out.diagnosis
+    assert fd is not None and diagnosis is not None
+    assert (fd.module, fd.rank, fd.enters_through) == ("Functional.gelu.0.forward", "rank1", "overflow"), \
+        diagnosis.explanation
+    assert {f.rank: f.status for f in diagnosis.ranks} == {"rank0": "diverges", "rank1": "diverges"}
+    assert "the divergence starts on rank1" in diagnosis.explanation

@@ -1754,6 +1754,38 @@ def _config(plan: Plan, dump_path: Path) -> dict[str, Any]:
     return cfg
 
 
+class _DoneAtOnce:
+    """An executor that runs each job when it is submitted."""
+
+    def __init__(self, *_args: Any, **_kwargs: Any) -> None:
+        pass
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        from concurrent.futures import Future
+
+        done: Future[Any] = Future()
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # the future carries it, as a pool's would
+            done.set_exception(exc)
+        return done
+
+    def shutdown(self, *_args: Any, **_kwargs: Any) -> None:
+        pass
+
+
+def _crc_at_dump_time() -> None:
+    """Make msprobe's md5 (CRC32) of a CPU tensor at the moment it is dumped, as it is on a device.
+
+    On an NPU or GPU msprobe copies the tensor to the host before it hashes it. On the CPU it hashes the tensor
+    itself in a thread pool, so an in-place call that follows (an ``all_reduce`` of the output just dumped, a
+    ``masked_fill_``) races the hash, and now and then the md5 is of half-updated data while the statistics are
+    not: a case would change from one generation to the next."""
+    from msprobe.core.dump.data_dump.data_processor import pytorch_processor
+
+    pytorch_processor.ThreadPoolExecutor = _DoneAtOnce  # type: ignore[attr-defined, misc]
+
+
 def main(argv: list[str]) -> None:
     case, side, out_dir, rank, world_size = argv[0], argv[1], Path(argv[2]), int(argv[3]), int(argv[4])
     torch.manual_seed(0)
@@ -1777,6 +1809,7 @@ def main(argv: list[str]) -> None:
     config_path = out_dir / f"config_rank{rank}.json"
     config_path.write_text(json.dumps(_config(plan, out_dir / "dump")))
 
+    _crc_at_dump_time()
     from msprobe.pytorch import PrecisionDebugger
 
     dbg = PrecisionDebugger(config_path=str(config_path))

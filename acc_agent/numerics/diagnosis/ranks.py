@@ -96,6 +96,20 @@ def _via_collective(fd: FirstDivergence | None) -> bool:
     return fd.module.startswith(COLLECTIVE_PREFIXES) and fd.enters_through in ("operator", "overflow")
 
 
+def _evidence(fd: FirstDivergence | None) -> int:
+    """How directly a rank's first divergence shows, for ranks that diverge at the same call: an overflow from finite
+    inputs first, then a difference measured in values, then one seen only in a digest (md5 differs while the
+    statistics agree). A digest is the weakest sign: msprobe hashes a CPU tensor in a background thread, so an in-place
+    call right after (an all_reduce of that output) can change what it hashes, and another kernel's last bits change
+    it too."""
+    if fd is None:
+        return 3
+    if fd.enters_through == "overflow":
+        return 0
+    measured = fd.output_metrics.get("excess") is not None or fd.output_metrics.get("cosine") is not None
+    return 1 if measured else 2
+
+
 def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Diagnosis]:
     """One answer for all ranks: the rank at fault named, the clean ones listed.
 
@@ -137,6 +151,7 @@ def combine_ranks(results: list[RankResult]) -> tuple[FirstDivergence | None, Di
         0 if results[i].diagnosis.pass_walked == "forward" else 1,
         _SEVERITY.get(results[i].diagnosis.category, 5) if results[i].first_divergence is None else 0,
         findings[i].position if findings[i].position is not None else 1 << 60,
+        _evidence(results[i].first_divergence),
         results[i].key))
     pick = results[order[0]]
     fd, diag = pick.first_divergence, pick.diagnosis.model_copy(deep=True)
