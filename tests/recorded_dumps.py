@@ -10,9 +10,11 @@ from acc_agent.registry import call_tool
 from acc_agent.render.tooltext import english_words, to_zh
 
 
-def compare_recorded(folder: Path, target: str = "target") -> CompareDumpsOutput:
-    """``folder/golden`` against ``folder/<target>`` in this process; the result always carries a diagnosis."""
-    out = call_tool("compare_dumps", {"golden": str(folder / "golden"), "target": str(folder / target), "workers": 1})
+def compare_recorded(folder: Path, target: str = "target", *, all_rows: bool = False) -> CompareDumpsOutput:
+    """``folder/golden`` against ``folder/<target>`` in this process; the result always carries a diagnosis.
+    ``all_rows``: every row inline, not only the worst."""
+    out = call_tool("compare_dumps", {"golden": str(folder / "golden"), "target": str(folder / target), "workers": 1,
+                                      "all_rows": all_rows})
     assert isinstance(out, CompareDumpsOutput) and out.diagnosis is not None
     return out
 

@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from acc_agent.errors import AccAgentError
 
@@ -809,22 +809,28 @@ def _fused_regions(sides: _Sides, target: Dump, result: Pairing) -> tuple[set[st
     made: list[Pair] = []
     spent_fused: set[str] = set()
     spent_other: set[str] = set()
+    partner = {p.target_name: p.golden_name for p in sides.oriented(result.pairs)}  # fused-side row -> other's
+    f_firsts = [op.first for op in sides.fused.ops]
     for fused in candidates:
         lo, hi = anchors.window(fused)
         begin = bisect.bisect_right(firsts, lo)
         inside = [op for op in o_fwd[begin:begin + _SCAN] if op.first < hi]
         # whether ``inside`` reaches the next paired op (or the end of the dump), not only the scan's length
         bounded = begin + _SCAN >= len(o_fwd) or o_fwd[begin + _SCAN].first >= hi
-        found = _region_run(fused, inside, free, with_stats, bounded)
+        linked = _linked_input(sides, fused, partner, f_firsts)
+        found = _region_run(fused, inside, free, with_stats, bounded, linked)
         if found is None or not _fits(found, crowd[bisect.bisect_left(anchors.t_idx, fused.first)]):
             continue
-        run, use_stats, output_moved = found
-        pairs = _region_forward_pairs(fused, run, use_stats, output_moved)
-        bwd = _region_backward_pairs(fused, run, f_ops, o_ops, sides.other_free, use_stats and not output_moved)
+        run, use_stats, output_moved, through, feeders = found
+        pairs = _region_forward_pairs(fused, run, use_stats, output_moved, through)
+        # a feeder's gradient is the same values as the gradient of what it made, in the layout of what it took
+        # (``w`` for ``w.t()``): the fused op's gradients pair with the run's own calls' first
+        bwd = _region_backward_pairs(fused, run, f_ops, o_ops, sides.other_free, use_stats and not output_moved,
+                                     feeders)
         made += pairs + bwd
         anchors.last_region = (fused.last, run[-1].last)
         free.difference_update(op.key for op in run)
-        note = _region_note(fused, run, pairs, bwd, use_stats, sides.golden_fused, output_moved)
+        note = _region_note(fused, run, pairs, bwd, use_stats, sides.golden_fused, output_moved, through)
         keys = tuple(op.key for op in run)
         result.regions.append(Region(keys[0], (fused.key,), note, "golden", keys) if sides.golden_fused
                               else Region(fused.key, keys, note, "target", (fused.key,)))
@@ -834,14 +840,41 @@ def _fused_regions(sides: _Sides, target: Dump, result: Pairing) -> tuple[set[st
     return spent_fused, spent_other
 
 
-def _fits(found: tuple[list[_Op], bool, bool], crowd: int) -> bool:
+class _Run(NamedTuple):
+    """The decomposed ops a fused op stands for, and how they were found."""
+
+    ops: list[_Op]
+    use_stats: bool  # statistics decided it (else shapes and execution order only)
+    output_moved: bool  # the fused op's output differs from the run's: placed by shape and order
+    through: DumpEntry | None  # the run's first input, found as the partner of what produced the fused op's
+    feeders: int = 0  # the run's first calls only make what it takes (``w.t()``; see :func:`_feeders`)
+
+
+def _linked_input(sides: _Sides, fused: _Op, partner: dict[str, str], f_firsts: list[int]) -> DumpEntry | None:
+    """The other side's partner of the call output the fused op's first input is, on the fused op's own side.
+
+    A fault upstream changes that input's values, so no decomposed op takes the same data; but the op that
+    consumes the partner of its producer is the decomposed run's start all the same (dataflow through the pairing,
+    not through values). None when no nearby earlier call output is that input and has a partner."""
+    f_in = fused.of_role("input")
+    if not f_in or not _has_stats(f_in[0]):
+        return None
+    at = bisect.bisect_left(f_firsts, fused.first)
+    for op in reversed(sides.fused.ops[max(0, at - _SCAN):at]):
+        for r in op.of_role("output"):
+            if r.name in partner and _same_tensor(r, f_in[0], True):
+                return sides.other.dump.entry(partner[r.name])
+    return None
+
+
+def _fits(found: _Run, crowd: int) -> bool:
     """Whether a run found for a fused op can be what it replaces.
 
     A fused op stands for at least as many ops as there are free calls around it on its own side: where its
     side holds more, that side is the decomposed one and this op is one piece of it. And without statistics
     a run of one op is only a call of the same shape in the same place, which the different-API pairing
     says more plainly than a region would."""
-    run, use_stats, _ = found
+    run, use_stats = found.ops, found.use_stats
     return len(run) >= crowd and (use_stats or len(run) > 1)
 
 
@@ -852,7 +885,7 @@ def _rows_of(ops: dict[str, _Op], forward_keys: list[str]) -> set[str]:
 
 
 def _region_run(fused: _Op, inside: list[_Op], free: set[str], with_stats: set[str],
-                bounded: bool = False) -> tuple[list[_Op], bool, bool] | None:
+                bounded: bool = False, linked: DumpEntry | None = None) -> _Run | None:
     """The golden ops ``fused`` replaces among ``inside`` (golden API calls between the partners of its
     neighbours, in order), whether statistics decided it, and whether its output differs from the run's; None
     when no run fits.
@@ -860,12 +893,20 @@ def _region_run(fused: _Op, inside: list[_Op], free: set[str], with_stats: set[s
     A fused op that computes something else (an attention with another scale) takes the run's inputs but gives
     another output: when the stretch of unpaired golden ops after its first input's consumer closes at a paired
     op, the run ends at the last op with the fused output's shape, and the output is paired by that place.
-    ``bounded``: ``inside`` ends where the next paired op starts (so running out of it closes the stretch too)."""
+    ``bounded``: ``inside`` ends where the next paired op starts (so running out of it closes the stretch too).
+    ``linked``: the golden partner of what produced the fused op's first input (see :func:`_linked_input`); where
+    no golden op takes that input's values (a fault upstream moved them), the op consuming ``linked`` starts the
+    run, and its output is placed by shape."""
     f_in, f_out = fused.of_role("input"), fused.of_role("output")
     use_stats = all(_has_stats(r) for r in f_in + f_out) and \
         all(op.key in with_stats for op in inside if op.key in free)
     start = next((i for i, op in enumerate(inside) if op.key in free
                   and any(_same_tensor(r, f_in[0], use_stats) for r in op.of_role("input"))), None)
+    through = None
+    if start is None and use_stats and linked is not None:
+        start = next((i for i, op in enumerate(inside) if op.key in free
+                      and any(_same_tensor(r, linked, True) for r in op.of_role("input"))), None)
+        through = linked
     if start is None:
         return None
     run: list[_Op] = []
@@ -876,15 +917,41 @@ def _region_run(fused: _Op, inside: list[_Op], free: set[str], with_stats: set[s
             break
         run.append(op)
         if use_stats and any(_same_tensor(g, t, True) for g in op.of_role("output") for t in f_out):
-            return run, True, False
+            fed = _feeders(inside[:start], run, free)
+            return _Run(fed + run, True, False, through, len(fed))
     if use_stats and not closed:
         return None
     ends = [i for i, op in enumerate(run) if any(g.shape == f_out[0].shape for g in op.of_role("output"))]
-    if use_stats and ends and ends[-1] == 0:
+    if use_stats and ends and ends[-1] == 0 and through is None and not _reordered(f_in, run[0].of_role("input")):
         return None  # one call for one call with another output: a swapped API, which its own pairing says plainly
     if use_stats and any(_same_tensor(o, i, True) for o in f_out for i in f_in):
         return None  # a call that returns its input (contiguous, a cast to its own dtype) computes nothing it could fuse
-    return (run[: ends[-1] + 1], use_stats, use_stats) if ends else None
+    if not ends:
+        return None
+    run = run[: ends[-1] + 1]
+    fed = _feeders(inside[:start], run, free) if use_stats else []
+    return _Run(fed + run, use_stats, use_stats, through, len(fed))
+
+
+def _feeders(before: list[_Op], run: list[_Op], free: set[str]) -> list[_Op]:
+    """The free calls just before a run whose outputs the run takes (by value): ``w.t()`` ahead of
+    ``torch.addmm(b, x, w.t())``, a key transposed ahead of a written-out attention. They belong to the run, so
+    their inputs (the weight itself) pair with the fused op's, not the copy they make."""
+    taken = [r for op in run for r in op.of_role("input")]
+    found: list[_Op] = []
+    for op in reversed(before):
+        if op.key not in free or not any(_same_tensor(o, r, True) for o in op.of_role("output") for r in taken):
+            break
+        found.insert(0, op)
+        taken += op.of_role("input")
+    return found
+
+
+def _reordered(f_in: list[DumpEntry], o_in: list[DumpEntry]) -> bool:
+    """Whether another call takes the fused op's tensors in other places (``F.linear(x, w, b)`` written out as
+    ``torch.addmm(b, x, w.t())``): the pairing of a different API in the same place goes by position, so only a
+    region pairs such a call, however its output compares."""
+    return any(_same_tensor(f, o, True) and i != j for i, f in enumerate(f_in) for j, o in enumerate(o_in))
 
 
 def _external_inputs(run: list[_Op]) -> list[DumpEntry]:
@@ -897,16 +964,25 @@ def _external_inputs(run: list[_Op]) -> list[DumpEntry]:
     return external
 
 
-def _region_forward_pairs(fused: _Op, run: list[_Op], use_stats: bool, output_moved: bool = False) -> list[Pair]:
+def _region_forward_pairs(fused: _Op, run: list[_Op], use_stats: bool, output_moved: bool = False,
+                          through: DumpEntry | None = None) -> list[Pair]:
     """Fused inputs with the run's external inputs, fused outputs with the run's outputs (last op first).
 
     Without statistics only the first input and the output are placed (by shape): the other inputs
     could be any tensor of the same shape, and a wrong pair would read as a divergence. With statistics and an
-    output that differs (``output_moved``), the inputs are matched by value and the output by shape."""
+    output that differs (``output_moved``), the inputs are matched by value and the output by shape; a first
+    input found ``through`` the pairing pairs with the run's input holding that row's values."""
     f_in, f_out = fused.of_role("input"), fused.of_role("output")
     if output_moved:
         last = next(r for r in run[-1].of_role("output") if r.shape == f_out[0].shape)
-        return _match_rows(f_in, _external_inputs(run)) + [Pair(last.name, f_out[0].name, "region")]
+        external = _external_inputs(run)
+        pairs = _match_rows(f_in, external)
+        if through is not None and f_in[0].name not in {p.target_name for p in pairs}:
+            taken = {p.golden_name for p in pairs}
+            fed = next((r for r in run[0].of_role("input") if r.name not in taken and r.shape == f_in[0].shape
+                        and _same_tensor(r, through, True)), None)
+            pairs += [Pair(fed.name, f_in[0].name, "region")] if fed is not None else []
+        return pairs + _last_input_left(f_in, external, pairs) + [Pair(last.name, f_out[0].name, "region")]
     if not use_stats:
         first = next(r for r in run[0].of_role("input") if r.shape == f_in[0].shape)
         last = next(r for r in run[-1].of_role("output") if r.shape == f_out[0].shape)
@@ -914,6 +990,19 @@ def _region_forward_pairs(fused: _Op, run: list[_Op], use_stats: bool, output_mo
     pairs = _match_rows(f_in, _external_inputs(run))
     outputs = [r for op in reversed(run) for r in op.of_role("output")]
     return pairs + _match_rows(f_out, outputs)
+
+
+def _last_input_left(f_in: list[DumpEntry], external: list[DumpEntry], pairs: list[Pair]) -> list[Pair]:
+    """The one fused input and the one run input still without a partner, when they have the same shape.
+
+    Every other input took the same data on both sides, so this is where a region whose output differs takes
+    something else (a weight scaled on one side): leaving it out would blame the call for what its argument
+    brought."""
+    f_left = [r for r in f_in if r.name not in {p.target_name for p in pairs}]
+    o_left = [r for r in external if r.name not in {p.golden_name for p in pairs}]
+    if len(f_left) == 1 and len(o_left) == 1 and f_left[0].shape == o_left[0].shape:
+        return [Pair(o_left[0].name, f_left[0].name, "region")]
+    return []
 
 
 def _match_rows(targets: list[DumpEntry], goldens: list[DumpEntry]) -> list[Pair]:
@@ -929,7 +1018,7 @@ def _match_rows(targets: list[DumpEntry], goldens: list[DumpEntry]) -> list[Pair
 
 
 def _region_backward_pairs(fused: _Op, run: list[_Op], t_ops: dict[str, _Op], g_ops: dict[str, _Op],
-                           g_free: set[str], use_stats: bool) -> list[Pair]:
+                           g_free: set[str], use_stats: bool, feeders: int = 0) -> list[Pair]:
     """The fused op's backward: its incoming gradient is the last golden op's (same shape), and with
     statistics each gradient it returns pairs with a golden backward output holding the same values (an
     input consumed twice inside the run has no such single row and stays unmatched)."""
@@ -946,16 +1035,18 @@ def _region_backward_pairs(fused: _Op, run: list[_Op], t_ops: dict[str, _Op], g_
             pairs.append(Pair(pick.name, t.name, "region"))
     if not use_stats:
         return pairs
-    g_out = [r for op in run for k in [_backward_key(op.key)] if k in g_ops
+    g_out = [r for op in run[feeders:] + run[:feeders] for k in [_backward_key(op.key)] if k in g_ops
              for r in g_ops[k].of_role("output") if r.name in g_free]
     return pairs + _match_rows(t_bwd.of_role("output"), g_out)
 
 
 def _region_note(fused: _Op, run: list[_Op], fwd: list[Pair], bwd: list[Pair], use_stats: bool,
-                 golden_fused: bool, output_moved: bool = False) -> str:
+                 golden_fused: bool, output_moved: bool = False, through: DumpEntry | None = None) -> str:
     """One line: what the fused op stands for, how sure, and what of it got a partner."""
     span = run[0].key if len(run) == 1 else f"{run[0].key} .. {run[-1].key}"
-    how = ("input statistics agree; the output differs and is placed by shape and execution order" if output_moved
+    how = (f"it takes {through.name}, the partner of the tensor the fused op takes, which already differs; the "
+           "output is placed by shape and execution order" if through is not None else
+           "input statistics agree; the output differs and is placed by shape and execution order" if output_moved
            else "input and output statistics agree" if use_stats else
            "no statistics in the dump: placed by shapes and execution order only")
     n_in, n_out = len(fused.of_role("input")), len(fused.of_role("output"))

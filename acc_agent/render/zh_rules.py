@@ -730,7 +730,11 @@ RULES: list[tuple[str, str]] = [
     (r" (?P<m>\S+) is the target's fused call standing for the golden's (?P<n>\d+) calls (?P<span>\S+(?: \.\. \S+)?): it "
      r"takes their inputs and gives another output, so the fault is the fused call's\.",
      " {m} 是目标侧的融合调用，对应 golden 的 {n} 个调用 {span}：它接收相同的输入却给出不同的输出，因此故障在该融合调用。"),
-    (r" (?P<m>\S+) closes the target's written-out run (?P<span>\S+(?: \.\. \S+)?) \((?P<n>\d+) calls\), which stands "
+    (r" The target's (?P<t>\S+(?: \.\. \S+)?) stands for the golden's (?P<g>\S+(?: \.\. \S+)?) \(another API for "
+     r"the same computation\); the difference comes in with the argument (?P<a>\S+) of (?P<m>\S+), not from a "
+     r"computation\.",
+     " 目标侧的 {t} 对应 golden 的 {g}（同一计算的另一种 API）；差异随 {m} 的参数 {a} 进入，而不是来自某个计算。"),
+    (r" (?P<m>\S+) closes the target's written-out run (?P<span>\S+(?: \.\. \S+)?) \((?P<n>\d+) calls?\), which stands "
      r"for the golden's fused (?P<g>\S+): the run as a whole takes its inputs and gives another output, so the fault "
      r"is anywhere in that run\.",
      " {m} 是目标侧展开实现 {span}（{n} 个调用）的最后一个调用，这段实现对应 golden 的融合调用 {g}：整段接收相同的输入却给出不同的"
@@ -996,6 +1000,9 @@ RULES: list[tuple[str, str]] = [
     (r"another shape: (?P<t>\S+(?:, \S+)*?) vs golden (?P<g>\S+(?:, \S+)*)", "形状不同：{t}，golden 为 {g}"),
     (r"the golden tensor transposed \(same values, last two axes swapped\): a layout or checkpoint-conversion error",
      "是 golden 张量的转置（数值相同，最后两个轴交换）：布局或 checkpoint 转换错误"),
+    (r"the golden tensor transposed \(last two axes swapped\) with every element (?P<x>\S+)x the golden's \(a "
+     r"constant factor: a scaling or a wrong config value\)",
+     "是 golden 张量的转置（最后两个轴交换），且每个元素都是 golden 的 {x} 倍（常数因子：缩放或配置值有误）"),
     (r"the same values in another order \(a reordering, e\.g\. permuted channels or heads\)",
      "数值相同但顺序不同（重排，例如通道或 head 被置换）"),
     (r"every element is (?P<x>\S+)x the golden's \(a constant factor: a scaling or a wrong config value\)",

@@ -72,6 +72,13 @@ def _describe_arrays(g: Array, t: Array, dtype: str | None) -> str | None:
     scale = _fit_scale(gf, tf)
     if scale is not None and abs(scale - 1.0) > tol and _close(tf, scale * gf, tol):
         return f"every element is {scale:.4g}x the golden's (a constant factor: a scaling or a wrong config value)"
+    if g.ndim >= 2 and g.shape[-1] == g.shape[-2]:
+        # another API's layout (addmm takes the weight transposed) with a scaled weight: the factor is the fault
+        swapped = np.swapaxes(gf, -1, -2)
+        scale = _fit_scale(swapped, tf)
+        if scale is not None and abs(scale - 1.0) > tol and _close(tf, scale * swapped, tol):
+            return (f"the golden tensor transposed (last two axes swapped) with every element {scale:.4g}x the "
+                    "golden's (a constant factor: a scaling or a wrong config value)")
     if gf.size and np.all(gf == gf.flat[0]) and np.all(tf == tf.flat[0]):
         return f"another constant: {float(tf.flat[0]):.6g} everywhere instead of {float(gf.flat[0]):.6g}"
     offset = float(np.mean(tf - gf))

@@ -35,11 +35,19 @@ def region_context(fd: FirstDivergence | None, diag: Diagnosis, regions: Sequenc
         target_fused = region.get("fused_side") == "target"
         spanned = golden_keys if target_fused else run  # the decomposed side
         span = f"{spanned[0]} .. {spanned[-1]}" if len(spanned) > 1 else spanned[0]
-        if target_fused:
+        if fd.enters_through == "argument":
+            # the argument is the finding; the region only says which golden call the target's stands for
+            golden_span = f"{golden_keys[0]} .. {golden_keys[-1]}" if len(golden_keys) > 1 else golden_keys[0]
+            target_span = f"{run[0]} .. {run[-1]}" if len(run) > 1 else run[0]
+            text = (f" The target's {target_span} stands for the golden's {golden_span} (another API for the same "
+                    f"computation); the difference comes in with the argument {fd.argument} of {fd.module}, not from "
+                    "a computation.")
+        elif target_fused:
             text = (f" {fd.module} is the target's fused call standing for the golden's {len(golden_keys)} calls "
                     f"{span}: it takes their inputs and gives another output, so the fault is the fused call's.")
         else:
-            text = (f" {fd.module} closes the target's written-out run {span} ({len(run)} calls), which stands for "
+            calls = "call" if len(run) == 1 else "calls"
+            text = (f" {fd.module} closes the target's written-out run {span} ({len(run)} {calls}), which stands for "
                     f"the golden's fused {golden_keys[0]}: the run as a whole takes its inputs and gives another "
                     "output, so the fault is anywhere in that run.")
         g_consts, t_consts = _constants(golden, golden_keys), _constants(target, run)
