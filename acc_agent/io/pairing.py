@@ -31,6 +31,7 @@ Mapping file (YAML or JSON): ``{target_name: golden_name}`` — the same directi
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import re
 from collections import Counter
@@ -817,8 +818,8 @@ def _fused_regions(sides: _Sides, target: Dump, result: Pairing) -> tuple[set[st
         inside = [op for op in o_fwd[begin:begin + _SCAN] if op.first < hi]
         # whether ``inside`` reaches the next paired op (or the end of the dump), not only the scan's length
         bounded = begin + _SCAN >= len(o_fwd) or o_fwd[begin + _SCAN].first >= hi
-        linked = _linked_input(sides, fused, partner, f_firsts)
-        found = _region_run(fused, inside, free, with_stats, bounded, linked)
+        found = _region_run(fused, inside, free, with_stats, bounded,
+                            functools.partial(_linked_input, sides, fused, partner, f_firsts))
         if found is None or not _fits(found, crowd[bisect.bisect_left(anchors.t_idx, fused.first)]):
             continue
         run, use_stats, output_moved, through, feeders = found
@@ -885,7 +886,7 @@ def _rows_of(ops: dict[str, _Op], forward_keys: list[str]) -> set[str]:
 
 
 def _region_run(fused: _Op, inside: list[_Op], free: set[str], with_stats: set[str],
-                bounded: bool = False, linked: DumpEntry | None = None) -> _Run | None:
+                bounded: bool = False, linked: Callable[[], DumpEntry | None] | None = None) -> _Run | None:
     """The golden ops ``fused`` replaces among ``inside`` (golden API calls between the partners of its
     neighbours, in order), whether statistics decided it, and whether its output differs from the run's; None
     when no run fits.
@@ -894,19 +895,18 @@ def _region_run(fused: _Op, inside: list[_Op], free: set[str], with_stats: set[s
     another output: when the stretch of unpaired golden ops after its first input's consumer closes at a paired
     op, the run ends at the last op with the fused output's shape, and the output is paired by that place.
     ``bounded``: ``inside`` ends where the next paired op starts (so running out of it closes the stretch too).
-    ``linked``: the golden partner of what produced the fused op's first input (see :func:`_linked_input`); where
-    no golden op takes that input's values (a fault upstream moved them), the op consuming ``linked`` starts the
-    run, and its output is placed by shape."""
+    ``linked``: finds the golden partner of what produced the fused op's first input (see :func:`_linked_input`),
+    asked only when no golden op takes that input's values (a fault upstream moved them): the op consuming that
+    partner starts the run, and its output is placed by shape."""
     f_in, f_out = fused.of_role("input"), fused.of_role("output")
     use_stats = all(_has_stats(r) for r in f_in + f_out) and \
         all(op.key in with_stats for op in inside if op.key in free)
     start = next((i for i, op in enumerate(inside) if op.key in free
                   and any(_same_tensor(r, f_in[0], use_stats) for r in op.of_role("input"))), None)
-    through = None
-    if start is None and use_stats and linked is not None:
+    through = linked() if start is None and use_stats and linked is not None else None
+    if through is not None:
         start = next((i for i, op in enumerate(inside) if op.key in free
-                      and any(_same_tensor(r, linked, True) for r in op.of_role("input"))), None)
-        through = linked
+                      and any(_same_tensor(r, through, True) for r in op.of_role("input"))), None)
     if start is None:
         return None
     run: list[_Op] = []
