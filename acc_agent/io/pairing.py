@@ -922,14 +922,16 @@ def _region_run(fused: _Op, inside: list[_Op], free: set[str], with_stats: set[s
     if use_stats and not closed:
         return None
     ends = [i for i, op in enumerate(run) if any(g.shape == f_out[0].shape for g in op.of_role("output"))]
-    if use_stats and ends and ends[-1] == 0 and through is None and not _reordered(f_in, run[0].of_role("input")):
-        return None  # one call for one call with another output: a swapped API, which its own pairing says plainly
-    if use_stats and any(_same_tensor(o, i, True) for o in f_out for i in f_in):
-        return None  # a call that returns its input (contiguous, a cast to its own dtype) computes nothing it could fuse
     if not ends:
         return None
     run = run[: ends[-1] + 1]
     fed = _feeders(inside[:start], run, free) if use_stats else []
+    if use_stats and len(run) == 1 and not fed and not _reordered(f_in, run[0].of_role("input")):
+        # one call for one call with another output, the same tensors in the same places and nothing made for it: a
+        # swapped API, which its own pairing says plainly (or, with data that already differs, leaves unpaired)
+        return None
+    if use_stats and any(_same_tensor(o, i, True) for o in f_out for i in f_in):
+        return None  # a call that returns its input (contiguous, a cast to its own dtype) computes nothing it could fuse
     return _Run(fed + run, use_stats, use_stats, through, len(fed))
 
 
