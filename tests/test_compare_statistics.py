@@ -393,3 +393,13 @@ def test_statistics_rows_at_scale_name_the_injected_call(tmp_path: Path) -> None
     flagged = [r for r in result.rows if r.status != "pass"]
     assert [r.name for r in flagged] == [f"{injected}.output.0"] and flagged[0].status == "warning"
     assert len(result.rows) == len(t.entries) and len(result.scalar_rows) == 300
+
+
+def test_two_empty_dumps_say_why(capsys: pytest.CaptureFixture[str]) -> None:
+    """Real msprobe L0 dumps of a model that calls torch.nn.functional itself: msprobe recorded nothing on either side.
+    The answer says so and what to dump instead, not "no tensor matched by name; check the mapping file"."""
+    data = Path(__file__).parent / "data" / "msprobe_l0_functional_model"
+    code, out = _cli(["compare-dumps", str(data / "golden"), str(data / "target"), "--json"], capsys)
+    assert code == 3 and out["verdict"] == "inconclusive"
+    assert "neither dump records a tensor (msprobe wrote no call at level L0)" in out["summary"]
+    assert "level L1" in out["summary"] and "--mapping" not in out["summary"]

@@ -995,6 +995,21 @@ RULES: list[tuple[str, str]] = [
     (r"none of the usual variants of (?P<key>\S+) \(re-computed in float64 from the target's recorded inputs\) gives "
      r"the target's output \(best residual (?P<r>[^)]+)\): the kernel computes something else",
      "{key} 的各种常见变体（用目标侧记录的输入以 float64 重算）都得不到目标侧的输出（最佳残差 {r}）：内核算的是别的东西"),
+    # compare_dumps: why nothing could be compared
+    (r"inconclusive: neither dump records a tensor \(msprobe wrote no call at level (?P<lv>[^)]+)\)\. Level L0 "
+     r"records only nn\.Module calls, so a model that calls torch\.nn\.functional or tensor methods directly records "
+     r"nothing: dump both runs again at level L1 \(API calls\) or mix",
+     "无法判定：两个 dump 都没有记录任何张量（msprobe 在 {lv} 级别没有写下任何调用）。L0 级别只记录 nn.Module 调用，直接调用 "
+     "torch.nn.functional 或张量方法的模型什么也不会记录：请用 L1 级别（API 调用）或 mix 级别重新 dump 两侧"),
+    (r"inconclusive: neither dump records a tensor \(msprobe wrote no call\)\. Level L0 records only nn\.Module calls, "
+     r"so a model that calls torch\.nn\.functional or tensor methods directly records nothing: dump both runs again "
+     r"at level L1 \(API calls\) or mix",
+     "无法判定：两个 dump 都没有记录任何张量（msprobe 没有写下任何调用）。L0 级别只记录 nn.Module 调用，直接调用 "
+     "torch.nn.functional 或张量方法的模型什么也不会记录：请用 L1 级别（API 调用）或 mix 级别重新 dump 两侧"),
+    (r"inconclusive: no tensor of the target dump matched the golden dump by name \(unmatched (?P<g>\d+) golden / "
+     r"(?P<t>\d+) target\); check the mapping file \((?P<m>\S+)\) or try (?P<o>\S+)",
+     "无法判定：目标侧 dump 中没有任何张量按名称与 golden dump 配对（未配对：golden {g} 个 / 目标侧 {t} 个）；请检查映射文件"
+     "（{m}）或尝试 {o}"),
     # leaves.describe: how a leaf tensor differs
     (r"the same values with another shape \((?P<t>\[[^\]]*\]) vs golden (?P<g>\[[^\]]*\])\)", "数值相同但形状不同（{t}，golden 为 {g}）"),
     (r"another shape: (?P<t>\S+(?:, \S+)*?) vs golden (?P<g>\S+(?:, \S+)*)", "形状不同：{t}，golden 为 {g}"),

@@ -381,6 +381,12 @@ def _why_inconclusive(rows: list[DumpRow], unmatched: tuple[int, int], golden: D
 
     tasks = f"golden task '{golden.meta.get('task')}', target task '{target.meta.get('task')}'" \
         if golden is not None and target is not None else "tasks unknown"
+    if not rows and unmatched == (0, 0):
+        levels = sorted({str(d.meta.get("level")) for d in (golden, target) if d is not None and d.meta.get("level")})
+        at = f" at level {' and '.join(levels)}" if levels else ""  # both sides' levels, when they differ
+        return (f"inconclusive: neither dump records a tensor (msprobe wrote no call{at}). Level L0 records only "
+                "nn.Module calls, so a model that calls torch.nn.functional or tensor methods directly records "
+                "nothing: dump both runs again at level L1 (API calls) or mix")
     if not rows:
         return (f"inconclusive: no tensor of the target dump matched the golden dump by name (unmatched "
                 f"{unmatched[0]} golden / {unmatched[1]} target); check the mapping file ({option('mapping')}) or "
