@@ -63,11 +63,10 @@ def _f32(x: float) -> float:
 
 def _bf16(x: float) -> float:
     """``x`` rounded to bfloat16 (to nearest, ties to even), as a target run in bfloat16 records its statistics."""
-    import struct
+    import ml_dtypes
+    import numpy as np
 
-    bits = struct.unpack("I", struct.pack("f", x))[0]
-    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-    return struct.unpack("f", struct.pack("I", bits & 0xFFFFFFFF))[0]
+    return float(np.float32(x).astype(ml_dtypes.bfloat16))
 
 
 def _leaf(stats: tuple[float, float, float, float], shape: list[int], requires_grad: bool, ind: str,

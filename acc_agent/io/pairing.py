@@ -981,9 +981,9 @@ def _region_forward_pairs(fused: _Op, run: list[_Op], use_stats: bool, output_mo
         pairs = _match_rows(f_in, external)
         if through is not None and f_in[0].name not in {p.target_name for p in pairs}:
             taken = {p.golden_name for p in pairs}
-            fed = next((r for op in run for r in op.of_role("input") if r.name not in taken
-                        and r.shape == f_in[0].shape and _same_tensor(r, through, True)), None)
-            pairs += [Pair(fed.name, f_in[0].name, "region")] if fed is not None else []
+            takes = next((r for op in run for r in op.of_role("input") if r.name not in taken
+                          and r.shape == f_in[0].shape and _same_tensor(r, through, True)), None)
+            pairs += [Pair(takes.name, f_in[0].name, "region")] if takes is not None else []
         return pairs + _last_input_left(f_in, external, pairs) + [Pair(last.name, f_out[0].name, "region")]
     if not use_stats:
         first = next(r for r in run[0].of_role("input") if r.shape == f_in[0].shape)

@@ -227,10 +227,12 @@ def other_apis_convention(t: Tensor) -> bool:
     """An argument of a call paired with another API's call (a written-out run against a fused op) whose outputs agree
     with the golden's to one rounding: whatever differs in it is that API's convention, not a fault.
 
-    ``torch.addmm(b, x, w.t())`` written out for ``F.linear(x, w, b)`` takes the weight transposed: paired with the
-    the golden's output. A weight a bug transposed changes the output, which keeps the argument judged. So does one
-    whose Norm moved beyond a rounding: other values, not the same ones laid out otherwise (a bfloat16 GEMM's output
-    can stay within its budget with a weight 5 % off)."""
+    ``torch.addmm(b, x, w_t)`` written out for ``F.linear(x, w, b)`` with the weight stored transposed (no ``w.t()``
+    call the region could take in, see pairing's ``_feeders``): paired with the golden's weight (same values, a
+    square one the same shape), it reads as a transposed weight while the call gives the golden's output. A weight a
+    bug transposed changes the output, which keeps the argument judged. So does one whose Norm moved beyond a
+    rounding: other values, not the same ones laid out otherwise (a bfloat16 GEMM's output can stay within its
+    budget with a weight 5 % off)."""
     if t.row.__dict__.get("pair_method") != "region" or t.node is None:  # sparse statistics rows (DumpRow.__getattr__)
         return False
     if t.m.norm_err is not None and t.m.norm_err > op_budget(t.m.dtype, "statistics"):
