@@ -174,7 +174,7 @@ def test_a_scale_set_on_one_side_is_named_where_its_backward_shows_it() -> None:
     assert (diag.category, fd.module, fd.direction, fd.argument) == (
         "operator_fault", "Functional.scaled_dot_product_attention.1.forward", "forward", "input.scale"), \
         diag.explanation
-    assert "its own backward's Functional.scaled_dot_product_attention.1.backward.output.0" in fd.reason
+    assert "the gradient its backward sends on (Functional.scaled_dot_product_attention.1.backward.output.0)" in fd.reason
     assert "the gradient shows the change first" in diag.explanation
     assert untranslated([diag.explanation, fd.reason, *diag.next_actions]) == []
 

@@ -251,10 +251,10 @@ RULES: list[tuple[str, str]] = [
      "（数值只是换了位置，统计量不变），而之后第一个混合各位置数值的输出 {later} 不同（{t_err}）"),
     (r"argument (?P<arg>\S+) of (?P<node>\S+) is (?P<tv>.+?) on the target but (?P<gv>.+?) on the golden; its output "
      r"(?P<out>\S+) stays within precision \((?P<x>\S+)x the allowed error\), as does every tensor of the forward "
-     r"pass, but its own backward's (?P<back>\S+) is (?P<bx>\S+)x the allowed error while the gradients it received "
+     r"pass, but the gradient its backward sends on \((?P<back>\S+)\) is (?P<bx>\S+)x the allowed error while the gradients it received "
      r"agree: the two runs do not compute the same thing",
      "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；其输出 {out} 在精度范围内（允许误差的 {x} 倍），"
-     "前向的每个张量也都在精度范围内，但它自己的反向输出 {back} 达到允许误差的 {bx} 倍，而它收到的梯度一致：两侧计算的不是同一件事"),
+     "前向的每个张量也都在精度范围内，但它的反向传出的梯度 {back} 达到允许误差的 {bx} 倍，而它收到的梯度一致：两侧计算的不是同一件事"),
     (r"argument (?P<arg>\S+) of (?P<node>\S+) is (?P<tv>.+?) on the target but (?P<gv>.+?) on the golden; its output "
      r"(?P<out>\S+) stays within precision \((?P<x>\S+)x the allowed error\), as does every tensor of the pass, so the "
      r"numbers here hide the change, but the two runs do not compute the same thing",

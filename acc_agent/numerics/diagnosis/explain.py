@@ -178,9 +178,9 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
             b = f.backward_shows
             return (f"argument {arg} of {node.key} is {value_text(t_val)} on the target but {value_text(g_val)} on the "
                     f"golden; its output {t.name} stays within precision ({fmt(t.excess, '.2g')}x the allowed error), as "
-                    f"does every tensor of the forward pass, but its own backward's {b.name} is {fmt(b.excess, '.2g')}x "
-                    "the allowed error while the gradients it received agree: the two runs do not compute the same "
-                    "thing")
+                    f"does every tensor of the forward pass, but the gradient its backward sends on ({b.name}) is "
+                    f"{fmt(b.excess, '.2g')}x the allowed error while the gradients it received agree: the two runs do "
+                    "not compute the same thing")
         if f.hidden:
             return (f"argument {arg} of {node.key} is {value_text(t_val)} on the target but {value_text(g_val)} on the "
                     f"golden; its output {t.name} stays within precision ({fmt(t.excess, '.2g')}x the allowed error), as "

@@ -153,7 +153,30 @@ def _backward_shows(node: Node, graph: Graph) -> Tensor | None:
     back = graph.backward_of(node)
     if back is None or any(x.beyond for x in back.inputs):
         return None
-    return next((x for x in back.outputs if x.beyond), None)
+    own = next((x for x in back.outputs if x.beyond), None)
+    if own is not None or any(x.judged for x in back.outputs):
+        return own
+    return _gradient_sent_on(node, graph)
+
+
+def _gradient_sent_on(node: Node, graph: Graph) -> Tensor | None:
+    """The gradient ``node``'s backward sends to the call that made its input, when it is the first tensor of the
+    backward pass beyond precision.
+
+    msprobe may record another tensor as a call's input gradient than the one the call sends on (a cross-entropy's
+    backward records its log-softmax's gradient, or a 0-d tensor when label smoothing is on), so its own outputs are
+    not judged. The gradient of an input produced by ``P.forward``'s ``output.k`` is what ``P.backward`` receives as
+    its ``input.k``: the dataflow names it even where the recorded tensors do not link."""
+    first = next((t for t in graph.tensors if t.direction == "backward" and t.beyond), None)
+    if first is None or not first.is_input or first.producer is not None or first.node is None:
+        return None
+    for x in node.inputs:
+        made = x.producer
+        if made is None or made.node is None or not made.arg.startswith("output."):
+            continue
+        if graph.backward_of(made.node) is first.node and first.arg == "input." + made.arg[len("output."):]:
+            return first
+    return None
 
 
 #: A float argument this much off (relative) is another setting, not a value computed in another precision.
