@@ -31,3 +31,16 @@ def test_a_loss_argument_set_on_the_target_only_is_the_root(case: str) -> None:
     # the gradient the loss sends on is named as where it shows, and the sentence says so in Chinese too
     assert "the gradient its backward sends on (Functional.linear.2.backward.input.0)" in fd.reason
     assert untranslated([fd.reason, diagnosis.explanation]) == []
+
+
+def test_labels_statistics_cannot_show_are_named_as_unseen() -> None:
+    """One label changed inside the labels' range: msprobe's statistics of the int64 labels (Max and Min only) agree,
+    and the bfloat16 loss moves by one rounding, so the first thing beyond precision is in the backward pass. The
+    explanation says which integer input the statistics cannot vouch for."""
+    out = compare_recorded(DATA / "bf16_stats_label_changed")
+    fd, diagnosis = out.first_divergence, out.diagnosis
+    assert fd is not None and diagnosis is not None and fd.direction == "backward"
+    assert ("Nor can they show integer inputs that changed (labels, indices, masks): of "
+            "Functional.cross_entropy.0.forward.input.1 msprobe records only Max and Min, which agree.") \
+        in diagnosis.explanation
+    assert untranslated([diagnosis.explanation]) == []

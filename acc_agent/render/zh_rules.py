@@ -647,6 +647,9 @@ RULES: list[tuple[str, str]] = [
      r"in md5 or tensor mode rules it out\.",
      "统计量看不出把数值挪到其他位置的前向差异（交换了的 embedding 行、被置换的权重）：其 Max、Min、Mean 和 Norm 不变，差异首先在反向中显现。"
      "以 md5 或 tensor 模式 dump 前向即可排除这种可能。"),
+    (r"Nor can they show integer inputs that changed \(labels, indices, masks\): of (?P<name>\S+) msprobe records "
+     r"only Max and Min, which agree\.",
+     "统计量同样看不出改变了的整数输入（标签、索引、掩码）：msprobe 对 {name} 只记录 Max 和 Min，而两者一致。"),
     (r"msprobe's statistics hold only Max and Min of integer and bool tensors, so the choices themselves cannot be "
      r"compared here\.",
      "msprobe 的统计量对整数和布尔张量只记录 Max 和 Min，因此这里无法直接比较这些选择本身。"),

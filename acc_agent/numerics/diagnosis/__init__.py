@@ -39,6 +39,7 @@ from acc_agent.numerics.diagnosis.graph import (
     Tensor,
     api_name,
     build,
+    is_integer,
     module_path,
     split_name,
 )
@@ -110,6 +111,10 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
             diag.explanation += (" Statistics cannot show a forward difference that moves values to other places (a "
                                  "swapped embedding row, a permuted weight): its Max, Min, Mean and Norm stay, and it "
                                  "shows first in the backward pass. A forward dump in md5 or tensor mode rules it out.")
+            unseen = _integer_inputs_unseen(forward)
+            if unseen is not None:
+                diag.explanation += (f" Nor can they show integer inputs that changed (labels, indices, masks): of "
+                                     f"{unseen.name} msprobe records only Max and Min, which agree.")
     elif direction == "forward" and backward:
         diag.details["backward_rows_not_walked"] = len(backward)
         judged_backward = sum(1 for t in backward if t.judged)
@@ -171,6 +176,13 @@ def _mild(graph: Graph, fd: FirstDivergence | None) -> bool:
     by no bound rounding cannot break."""
     t = next((x for x in graph.tensors if fd is not None and x.name == fd.name), None)
     return t is not None and not t.strict and t.excess <= MILD_EXCESS
+
+
+def _integer_inputs_unseen(forward: list[Tensor]) -> Tensor | None:
+    """The first integer input of the forward pass that no dumped call produced, compared by statistics alone: msprobe
+    records only Max and Min of an integer tensor, so labels or indices that changed inside that range look equal."""
+    return next((t for t in forward if t.is_input and t.producer is None and t.m.measure == "statistics"
+                 and t.m.err == 0.0 and is_integer(t)), None)
 
 
 def _incomparable_dead_ends(graph: Graph) -> list[str]:
