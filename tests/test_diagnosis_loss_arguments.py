@@ -27,7 +27,7 @@ def test_a_loss_argument_set_on_the_target_only_is_the_root(case: str) -> None:
     assert (out.verdict, diagnosis.category, fd.module, fd.direction, fd.enters_through, fd.argument) == \
         ("fail", "operator_fault", "Functional.cross_entropy.0.forward", "forward", "argument",
          "input.label_smoothing"), diagnosis.explanation
-    assert fd.difference == "none on the golden, 0.1 on the target"
+    assert fd.difference == "the default 0.0 (not passed) on the golden, 0.1 on the target"
     # the gradient the loss sends on is named as where it shows, and the sentence says so in Chinese too
     assert "the gradient its backward sends on (Functional.linear.2.backward.input.0)" in fd.reason
     assert untranslated([fd.reason, diagnosis.explanation]) == []

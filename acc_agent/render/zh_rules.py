@@ -18,6 +18,8 @@ from __future__ import annotations
 _B = r"(?:[^()]|\((?:[^()]|\([^()]*\))*\))*"
 
 RULES: list[tuple[str, str]] = [
+    # an argument a call did not pass, named by the API's default (inside the sentences on arguments below)
+    (r"the default (?P<d>'[^']*'|[^\s,;()]+) \(not passed\)", "默认值 {d}（未传入）"),
     # ------------------------------------------------------------------ select_baseline
     (r"complete project log on (?P<device>\w+) with '(?P<metric>[^']+)' \((?P<points>\d+) points, steps "
      r"(?P<a>-?\d+)-(?P<b>-?\d+); (?P<t_done>[^()]*?)\): quoted as the baseline, no rerun",
@@ -338,6 +340,16 @@ RULES: list[tuple[str, str]] = [
      r"sums to zero along the softmax axis|a normalisation's input gradient, which sums to zero over what it "
      r"normalises), but its recorded Mean is (?P<r>\S+), (?P<x>\S+)x what the rounding of its elements explains$",
      "目标侧自身的统计量相互矛盾：输出 {name} 是{t_zero}，但其记录的 Mean 为 {r}，是其各元素的舍入所能解释的 {x} 倍"),
+    (r"One localised jump: (?P<node>\S+) returns probabilities that sum to one along its axis, so its Mean is one "
+     r"over the axis's length \((?P<e>\S+)\) up to a rounding, but the target recorded (?P<r>\S+), (?P<x>\S+)x what the "
+     r"rounding of its elements explains; ",
+     "单点跳变：{node} 返回沿其维度求和为一的概率，因此其 Mean 在舍入范围内应为该维度长度的倒数（{e}），但目标侧记录为 {r}，"
+     "是其各元素的舍入所能解释的 {x} 倍；"),
+    (r"^the target's own statistics disagree: the output (?P<name>\S+) holds probabilities that sum to one along the "
+     r"softmax axis \(Mean (?P<e>\S+) expected\), but its recorded Mean is (?P<r>\S+), (?P<x>\S+)x what the rounding of "
+     r"its elements explains$",
+     "目标侧自身的统计量相互矛盾：输出 {name} 是沿 softmax 维度求和为一的概率（Mean 应为 {e}），但其记录的 Mean 为 {r}，"
+     "是其各元素的舍入所能解释的 {x} 倍"),
     (r"^a softmax's input gradient, which sums to zero along the softmax axis$", " softmax 的输入梯度，它沿 softmax 维度求和为零"),
     (r"^a normalisation's input gradient, which sums to zero over what it normalises$",
      "归一化层的输入梯度，它在所归一化的维度上求和为零"),
@@ -989,6 +1001,8 @@ RULES: list[tuple[str, str]] = [
      "{key} 的目标侧输出有 {pct} 在输入非零处被置零，其余乘以 {s}：目标侧 dropout 处于激活状态（训练模式）；golden 侧直接传递输入"),
     (r"the golden zeroes (?P<pct>[\d.]+%) of (?P<key>\S+)'s output and the target none: dropout is active on the "
      r"golden side only", "golden 侧将 {key} 的输出置零 {pct}，目标侧没有：只有 golden 侧 dropout 处于激活状态"),
+    (r"the target calls (?P<a>\S+) where the golden calls (?P<b>\S+) \((?P<g>\S+)\); ",
+     "目标侧调用 {a}，golden 侧在此处调用 {b}（{g}）；"),
     (r"re-computing (?P<key>\S+) in float64 from the target's own recorded inputs gives the target's output \(residual "
      r"(?P<r>[^)]+)\): the operator computes what its inputs say",
      "用目标侧自身记录的输入以 float64 重算 {key}，得到目标侧的输出（残差 {r}）：该算子的计算与其输入相符"),

@@ -414,6 +414,15 @@ def _where_it_shows(f: Finding) -> Tensor:
     return f.tensor
 
 
+def _other_api_call(t: Tensor) -> str | None:
+    """The golden call ``t``'s call is paired with, when it is another API (paired by position or as a region)."""
+    golden_name = t.row.__dict__.get("golden_name")
+    if not golden_name or golden_name == t.name:
+        return None
+    key = split_name(golden_name)[0]
+    return key if api_name(key) != api_name(split_name(t.name)[0]) else None
+
+
 def _growth(final: Tensor | None, t: Tensor) -> float | None:
     if final is None or final is t or final.err is None or t.err is None:
         return None
@@ -429,10 +438,17 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     measured = probes.probe(node, golden, target, t.m.dtype) if f.enters == "operator" else None
     if measured is not None:
         difference = measured.statement
+        golden_call = _other_api_call(t)
+        if golden_call is not None:
+            # the target's kernel computes its own API right: the difference is the choice of API
+            difference = (f"the target calls {api_name(node.key)} where the golden calls {api_name(golden_call)} "
+                          f"({golden_call}); {difference}")
     if f.enters in ("argument", "between_operators") and f.scalar is None:
         difference = leaves.describe(t, golden, target)
     elif f.scalar is not None:
-        difference = f"{explain.value_text(f.scalar[1])} on the golden, {explain.value_text(f.scalar[2])} on the target"
+        arg, g_val, t_val = f.scalar
+        difference = (f"{explain.argument_value(node.key, arg, g_val)} on the golden, "
+                      f"{explain.argument_value(node.key, arg, t_val)} on the target")
     reason = explain.reason(f, difference, use_bench)
     fd = explain.first_divergence(f, reason, direction)
     fd.difference = difference
@@ -518,6 +534,12 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         jump = (f"One localised jump: {node.key} returns {zero_sum_gradient(node.key)}, so its Mean is zero up to a "
                 f"rounding, but the target recorded {explain.fmt(recorded, '.6g')}, "
                 f"{explain.fmt(t.excess, '.3g')}x what the rounding of its elements explains; ")
+    elif t.strict == "mean_one" and t.extreme is not None:
+        _, recorded, expected = t.extreme
+        jump = (f"One localised jump: {node.key} returns probabilities that sum to one along its axis, so its Mean is "
+                f"one over the axis's length ({explain.fmt(expected, '.6g')}) up to a rounding, but the target recorded "
+                f"{explain.fmt(recorded, '.6g')}, {explain.fmt(t.excess, '.3g')}x what the rounding of its elements "
+                "explains; ")
     elif t.strict == "extremes" and t.extreme is not None:
         which, recorded, expected = t.extreme
         jump = (f"One localised jump: {node.key} applies its function element by element, so its output's "

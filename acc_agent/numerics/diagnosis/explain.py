@@ -14,6 +14,7 @@ from acc_agent.frontend import option
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence, InputTransform, LayerGrowth
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis import advice
+from acc_agent.numerics.diagnosis.defaults import default_of
 from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name
 from acc_agent.numerics.diagnosis.localise import Finding
 from acc_agent.numerics.diagnosis.measure import shapes_differ
@@ -41,6 +42,16 @@ def value_text(v: object) -> str:
     if isinstance(v, list | tuple):
         return "[" + ", ".join(value_text(x) for x in v) + "]"
     return str(v)
+
+
+def argument_value(key: str, argument: str, v: object) -> str:
+    """:func:`value_text` of a recorded argument; one the call did not pass reads as the API's default when known
+    (``F.gelu(x)`` computes with ``approximate='none'``)."""
+    if v is None:
+        known, default = default_of(api_name(key), argument)
+        if known:
+            return f"the default {value_text(default)} (not passed)"
+    return value_text(v)
 
 
 def fmt(v: float | None, spec: str = ".3g") -> str:
@@ -168,25 +179,26 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
     if f.enters == "data_input":
         return f"the network's input {t.name} already differs ({err}): the two runs were not fed the same data"
     if f.enters == "argument" and f.scalar is not None:
-        arg, g_val, t_val = f.scalar
+        arg, g_raw, t_raw = f.scalar
+        g_val, t_val = argument_value(node.key, arg, g_raw), argument_value(node.key, arg, t_raw)
         if f.shows_at is not None:
-            return (f"argument {arg} of {node.key} is {value_text(t_val)} on the target but {value_text(g_val)} on the "
+            return (f"argument {arg} of {node.key} is {t_val} on the target but {g_val} on the "
                     f"golden; its output {t.name} keeps the golden's Max/Min/Mean/Norm (values moved to other places "
                     f"keep them), and {f.shows_at.name}, the first later output that mixes positions, differs "
                     f"({error_text(f.shows_at)})")
         if f.hidden and f.backward_shows is not None:
             b = f.backward_shows
-            return (f"argument {arg} of {node.key} is {value_text(t_val)} on the target but {value_text(g_val)} on the "
+            return (f"argument {arg} of {node.key} is {t_val} on the target but {g_val} on the "
                     f"golden; its output {t.name} stays within precision ({fmt(t.excess, '.2g')}x the allowed error), as "
                     f"does every tensor of the forward pass, but the gradient its backward sends on ({b.name}) is "
                     f"{fmt(b.excess, '.2g')}x the allowed error while the gradients it received agree: the two runs do "
                     "not compute the same thing")
         if f.hidden:
-            return (f"argument {arg} of {node.key} is {value_text(t_val)} on the target but {value_text(g_val)} on the "
+            return (f"argument {arg} of {node.key} is {t_val} on the target but {g_val} on the "
                     f"golden; its output {t.name} stays within precision ({fmt(t.excess, '.2g')}x the allowed error), as "
                     "does every tensor of the pass, so the numbers here hide the change, but the two runs do not "
                     "compute the same thing")
-        return (f"argument {arg} of {node.key} is {value_text(t_val)} on the target but {value_text(g_val)} on the golden; its tensor "
+        return (f"argument {arg} of {node.key} is {t_val} on the target but {g_val} on the golden; its tensor "
                 f"inputs agree and its output {t.name} differs ({err})")
     if f.enters == "argument":
         what = {"parameter": "a parameter or buffer", "mask": "an index or mask tensor",
@@ -237,6 +249,11 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
         what = zero_sum_gradient(t.node.key if t.node is not None else t.key)
         return (f"the target's own statistics disagree: the output {t.name} is {what}, but its recorded Mean is "
                 f"{fmt(t.extreme[1], '.6g')}, {fmt(t.excess, '.3g')}x what the rounding of its elements explains")
+    if t.strict == "mean_one" and t.extreme is not None:
+        _, recorded, expected = t.extreme
+        return (f"the target's own statistics disagree: the output {t.name} holds probabilities that sum to one along "
+                f"the softmax axis (Mean {fmt(expected, '.6g')} expected), but its recorded Mean is "
+                f"{fmt(recorded, '.6g')}, {fmt(t.excess, '.3g')}x what the rounding of its elements explains")
     if t.strict == "extremes" and t.extreme is not None:
         which, recorded, expected = t.extreme
         what = "Min is below the function's minimum" if which == "lowest" else f"{which} is not the function of its input's"
@@ -326,7 +343,8 @@ def operator_actions(node: Node, f: Finding, difference: str | None, probe: Prob
                 f"the dtype's limit ({limit}); scale the loss/inputs, keep this operator in FP32, or enable "
                 "the framework's overflow-safe variant.", confirm]
     if f.enters == "argument" and f.scalar is not None:
-        return [f"Make argument {f.scalar[0]} of {op} the same as on the golden side ({value_text(f.scalar[1])}): it is read "
+        return [f"Make argument {f.scalar[0]} of {op} the same as on the golden side "
+                f"({argument_value(f.node.key, f.scalar[0], f.scalar[1])}): it is read "
                 "from a config or default that differs between the two code bases.",
                 "Check where the value comes from (model config, a default changed between library versions)."]
     if f.enters == "argument":

@@ -115,10 +115,11 @@ class Tensor:
     # own inputs does not give its output; see recheck) | "extremes" (an activation's recorded Max/Min are not
     # the function of its input's) | "mean_sum" (an add's recorded Mean is not its inputs' Means added)
     # | "mean_zero" (a softmax or normalisation backward's recorded input-gradient Mean is not zero)
+    # | "mean_one" (a softmax's recorded output Mean is not one over its axis's length)
     # | "ill_conditioned" (sin/cos/exp of arguments whose rounding alone moves the value: see conditioning)
     strict: str | None = None
     recomputed: float | None = None  # relative L2 residual of that re-computation
-    # strict "extremes" / "mean_sum" / "mean_zero": (Max | Min | lowest | Mean, recorded, expected)
+    # strict "extremes" / "mean_sum" / "mean_zero" / "mean_one": (Max | Min | lowest | Mean, recorded, expected)
     extreme: tuple[str, float, float] | None = None
     cancelled: bool = False  # a parameter gradient whose terms cancel to rounding level, judged in absolute terms
     direction: str = "forward"  # forward | backward (backward and parameters_grad calls)

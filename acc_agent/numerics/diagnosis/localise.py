@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from acc_agent.numerics import budgets
+from acc_agent.numerics.diagnosis.defaults import default_of
 from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name, fingerprint
 from acc_agent.numerics.diagnosis.judge import ELEMENTWISE_SLOPE, inputs_bit_identical
 from acc_agent.numerics.diagnosis.measure import entry
@@ -136,9 +137,19 @@ def _hidden_argument(tensors: list[Tensor], golden: Dump | None, target: Dump | 
         if scalar is None:
             continue
         shows = _backward_shows(node, graph) if node.direction == "forward" else None
-        if _material(scalar[1], scalar[2]) or (shows is not None and _set_on_one_side(scalar[1], scalar[2])):
+        if _material(scalar[1], scalar[2]) or _off_default(node.key, *scalar) \
+                or (shows is not None and _set_on_one_side(scalar[1], scalar[2])):
             return Finding(out, node, "argument", argument=scalar[0], scalar=scalar, hidden=True, backward_shows=shows)
     return None
+
+
+def _off_default(key: str, argument: str, golden: object, target: object) -> bool:
+    """A keyword one run leaves out where the other passes a value the API's default is not (``approximate="tanh"``
+    against a GELU called without it): a setting that differs, as much as two values that differ."""
+    if not _set_on_one_side(golden, target):
+        return False
+    known, default = default_of(api_name(key), argument)
+    return known and _material(default, target if golden is None else golden)
 
 
 def _set_on_one_side(golden: object, target: object) -> bool:

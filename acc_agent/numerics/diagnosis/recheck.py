@@ -30,9 +30,17 @@ from acc_agent.numerics.diagnosis.backward_recompute import (
     module_pool_residual,
 )
 from acc_agent.numerics.diagnosis.extremes import ACTIVATION_KEY, extremes_excess
+from acc_agent.numerics.diagnosis.graph import api_name, split_name
 from acc_agent.numerics.diagnosis.judge import golden_norm
 from acc_agent.numerics.diagnosis.measure import numel
-from acc_agent.numerics.diagnosis.sums import ADDITIVE_KEY, ZERO_SUM_BACKWARD_KEY, sum_excess, zero_sum_excess
+from acc_agent.numerics.diagnosis.sums import (
+    ADDITIVE_KEY,
+    SOFTMAX_KEY,
+    ZERO_SUM_BACKWARD_KEY,
+    softmax_mean_excess,
+    sum_excess,
+    zero_sum_excess,
+)
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -85,7 +93,7 @@ def _clears(t: Tensor, target: Dump, graph: Graph) -> bool:
     where its saved forward input is positive, and rounding moves inputs near zero across that line (a clean
     fp16 CNN's ReLU backward is 2x beyond what its incoming gradient's error explains). Only an output judged
     by the general rule is cleared; a bound that holds whatever the inputs (``strict``) stands."""
-    if t.strict or not _eligible(t):
+    if t.strict or not _eligible(t) or _other_api(t):
         return False
     residual = _residual(t, target, graph)
     if residual is None and t.direction == "backward":
@@ -95,6 +103,15 @@ def _clears(t: Tensor, target: Dump, graph: Graph) -> bool:
         return False
     t.excess = residual / _allowed(t)
     return True
+
+
+def _other_api(t: Tensor) -> bool:
+    """Whether ``t``'s call is paired with a golden call of another API (``silu`` where the golden calls ``gelu``):
+    the target's own kernel re-computed from its inputs gives its output, which says nothing about the golden's."""
+    golden_name = t.row.__dict__.get("golden_name")
+    if not golden_name or golden_name == t.name:
+        return False
+    return api_name(split_name(golden_name)[0]) != api_name(t.key)
 
 
 def _allowed(t: Tensor) -> float:
@@ -121,9 +138,10 @@ def _eligible(t: Tensor) -> bool:
 def recheck_extremes(tensors: list[Tensor], target: Dump | None = None) -> None:
     """Mark the statistics-measured outputs, before the first one beyond precision, whose recorded statistics
     their inputs' do not give: an activation's Max/Min (see ``extremes``), a sum's Mean, a softmax input
-    gradient's Mean (see ``sums``)."""
+    gradient's Mean, a softmax output's Mean (see ``sums``)."""
     first = next((t.pos for t in tensors if t.excess > 1.0), math.inf)  # t.beyond, 300k times without the property
     activation, additive, zero_sum = ACTIVATION_KEY.match, ADDITIVE_KEY.match, ZERO_SUM_BACKWARD_KEY.match
+    softmax = SOFTMAX_KEY.match
     scalars = getattr(target, "scalars", None) or {}
     for t in tensors:
         if t.arg != "output.0" or t.pos >= first or t.node is None:
@@ -135,6 +153,9 @@ def recheck_extremes(tensors: list[Tensor], target: Dump | None = None) -> None:
             found, kind = sum_excess(t, {s.name[len(key) + 1:]: s.value for s in scalars.get(key, [])}), "mean_sum"
         elif zero_sum(key) is not None:
             found, kind = zero_sum_excess(t), "mean_zero"
+        elif softmax(key) is not None:
+            found, kind = softmax_mean_excess(t, {s.name[len(key) + 1:]: s.value for s in scalars.get(key, [])}), \
+                "mean_one"
         else:
             continue
         if found is not None and found[0] > 1.0:

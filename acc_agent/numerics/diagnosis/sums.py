@@ -66,6 +66,44 @@ ZERO_SUM_BACKWARD_KEY = re.compile(r"^(?:Functional|Torch|Tensor)\.(?:_?log_soft
 _ROUNDED_OUTPUT = frozenset({"float16", "bfloat16"})
 
 
+#: Softmax calls: their output holds probabilities that sum to one along the softmax axis.
+SOFTMAX_KEY = re.compile(r"^(?:Functional|Torch|Tensor)\.softmax\.\d+\.forward$")
+
+
+def softmax_mean_excess(t: Tensor, scalars: dict[str, object]) -> tuple[float, str, float, float] | None:
+    """How far a softmax's output ``t`` has its recorded Mean from one over the softmax axis's length (> 1: beyond
+    rounding), on the target: (excess, "Mean", recorded, expected); None when not checkable.
+
+    Each slice along the axis sums to one (a masked position holds 0), so the whole tensor's Mean is 1 / (the axis's
+    length) whatever the inputs were: a kernel a few percent off on part of its elements moves it, rounding does
+    not. ``scalars``: the call's recorded non-tensor arguments (``input.dim`` or ``input.1``)."""
+    if t.is_input or t.arg != "output.0" or t.m.measure not in SUMMARIES:
+        return None
+    shape = t.row.golden_shape or t.row.target_shape
+    dim = scalars.get("input.dim", scalars.get("input.1"))
+    if not shape or isinstance(dim, bool) or not isinstance(dim, int) or not -len(shape) <= dim < len(shape):
+        return None
+    n, length = numel(shape), shape[dim]
+    if not n or not length:
+        return None
+    expected = 1.0 / length
+    out = t.row.__dict__
+    golden = _mean_of(out.get("golden_stats"), expected, n, out.get("golden_dtype") or t.m.dtype)
+    if golden is None or golden[0] > 1.0:
+        return None  # the golden's own numbers do not keep the identity (a slice masked everywhere is NaN)
+    return _mean_of(out.get("target_stats"), expected, n, t.m.dtype)
+
+
+def _mean_of(stats: dict[str, float | None] | None, expected: float, n: int, dtype: str | None
+             ) -> tuple[float, str, float, float] | None:
+    recorded, norm = (stats.get("Mean"), stats.get("Norm")) if stats else (None, None)
+    if not isinstance(recorded, int | float) or not isinstance(norm, int | float) \
+            or not math.isfinite(recorded) or not math.isfinite(norm):
+        return None
+    allowed = _mean_allowance((expected,), norm, n, dtype)
+    return abs(recorded - expected) / allowed, "Mean", float(recorded), expected
+
+
 def zero_sum_gradient(key: str) -> str:
     """What a zero-sum backward call returns, in words (for explanations)."""
     if "softmax" in key:
