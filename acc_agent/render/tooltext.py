@@ -75,6 +75,7 @@ KEPT_WORDS = frozenset([
     "loss", "batch", "dtype", "shape", "rtol", "atol", "golden", "bench", "dump", "dumps", "torch", "msprobe", "npu", "smi", "npu-smi", "nvidia-smi", "cann", "gelu", "softmax", "mask", "eps", "grad", "norm", "lr", "fp", "fp16", "bf16", "fp32", "int8", "nan", "inf", "mean", "max", "min", "p50", "p95", "p99", "ms", "samples", "requests", "kpi", "cosine", "top", "acc", "agent", "mig", "yaml", "readme", "md", "csv", "json", "npy", "npz", "pt", "safetensors", "tensor", "api", "hccl", "aicore", "aicpu", "ai", "core", "cpu", "gpu", "cuda", "nms", "io", "sha", "sigmoid", "tanh", "erf", "sin", "cos", "exp", "silu", "swiglu", "layernorm", "batchnorm", "relu", "matmul", "hf32", "tf32", "md5", "l2", "ulp", "forward", "backward", "step", "steps", "mmcv", "mindspore", "megatron", "mindspeed", "health", "driver", "firmware", "toolkit", "source", "quick", "python", "compare", "summary", "pytorch", "epoch", "numpy", "profiling", "running", "momentum", "checkpoint", "epsilon", "variance", "rsqrt", "task", "rank", "level", "mix", "dropout", "train", "hook", "hooks", "autograd", "function", "arange", "replay", "squeeze", "unmatched", "acc-agent", "true", "false", "import",
     "dim", "keepdim", "attention", "padding", "head", "stride", "dilation", "groups", "token", "id", "tokenizer", "embedding",
     "adam", "betas", "top-k", "topk", "argmax", "argmin", "sort",
+    "result",  # msprobe's CSV column
 ])
 
 _IDENT = re.compile(r"`[^`]*`|'[^'\s][^']*'|<[^<>]*>|&\w+;|acc-agent [a-z][a-z-]*|npu-smi [a-z]+|(?<![!-~])--?[A-Za-z][\w-]*"

@@ -169,13 +169,33 @@ RULES: list[tuple[str, str]] = [
     (r"(?P<n>\d+) by md5 \(\+statistics\)", "{n} 对按 md5（+统计量）"),
     (r"; (?P<n>\d+) non-tensor arguments compared, (?P<f>\d+) flagged", "；对比了 {n} 个非张量参数，{f} 个被标记"),
     # a row whose message is msprobe's own opens with its status ("error: The dtype of NPU and Bench are ...")
-    (r"; worst: (?P<name>\S+) \((?P<t_msg>(?:error|warning): The(?:re)? .*)\); first divergence: (?P<fd>\S+)$",
-     "；最差：{name}（{t_msg}）；首个偏离点：{fd}"),
-    (r"; worst: (?P<name>\S+) \((?P<t_msg>(?:error|warning): The(?:re)? .*)\)$", "；最差：{name}（{t_msg}）"),
-    (r"; worst: (?P<name>\S+) \((?P<t_status>error|warning): (?P<t_msg>.*)\); first divergence: (?P<fd>\S+)$",
-     "；最差：{name}（{t_status}：{t_msg}）；首个偏离点：{fd}"),
-    (r"; worst: (?P<name>\S+) \((?P<t_status>error|warning): (?P<t_msg>.*)\)$", "；最差：{name}（{t_status}：{t_msg}）"),
-    (r"; first divergence: (?P<fd>\S+)$", "；首个偏离点：{fd}"),
+    (r"; worst: (?P<name>\S+) \((?P<t_msg>(?:error|warning): The(?:re)? " + _B + r")\)(?=$|; |；)",
+     "；最差：{name}（{t_msg}）"),
+    (r"; worst: (?P<name>\S+) \((?P<t_status>error|warning): (?P<t_msg>" + _B + r")\)(?=$|; |；)",
+     "；最差：{name}（{t_status}：{t_msg}）"),
+    (r" \(first: (?P<name>\S+): target (?P<t>\S+) vs golden (?P<g>\S+)\)(?=$|; |；)", "（首个：{name}：目标 {t}，golden {g}）"),
+    (r"; first divergence: (?P<fd>\S+)(?=$|; |；)", "；首个偏离点：{fd}"),
+    # why a run with rows msprobe flags passes
+    (r"; (?P<n>\d+) rows miss msprobe's bar \(cosine 0\.99, 99% of elements within tolerance\) at the target's lower "
+     r"precision \(golden (?P<g>\S+), target (?P<t>\S+), e\.g\. (?P<name>\S+)\): every tensor is within that precision, "
+     r"so the run passes",
+     "；{n} 行在目标侧较低的精度下未达到 msprobe 的标准（余弦 0.99、99% 的元素在容差内）（golden {g}，目标 {t}，例如 {name}）："
+     "每个张量都在该精度范围内，因此本次运行通过"),
+    (r"; (?P<n>\d+) rows are errors under msprobe's rules only because the float type differs \(golden (?P<g>\S+), "
+     r"target (?P<t>\S+), e\.g\. (?P<name>\S+)\): every tensor is within the target's precision, so the run passes "
+     r"\(the CSV keeps msprobe's Result\)",
+     "；{n} 行在 msprobe 的规则下判为错误，仅因浮点类型不同（golden {g}，目标 {t}，例如 {name}）：每个张量都在目标侧的精度范围内，"
+     "因此本次运行通过（CSV 保留 msprobe 的 Result）"),
+    (r"; (?P<n>\d+) parameter gradients \(e\.g\. (?P<name>\S+)\) fail msprobe's NormRelativeErr rule but cancel to "
+     r"rounding level \(their terms sum to almost zero, so rounding alone moves them by far more than their size\): "
+     r"within what the incoming gradients' rounding explains, so the run passes \(the CSV keeps msprobe's Result\)",
+     "；{n} 个参数梯度（例如 {name}）未通过 msprobe 的 NormRelativeErr 规则，但它们相互抵消到舍入量级（各项之和几乎为零，"
+     "仅舍入就能使其变化远超其大小）：在传入梯度的舍入所能解释的范围内，因此本次运行通过（CSV 保留 msprobe 的 Result）"),
+    (r"; (?P<n>\d+) non-tensor arguments? \(e\.g\. (?P<name>\S+): target (?P<t>\S+), golden (?P<g>\S+)\) (?:are|is) "
+     r"each side's own float type's limit \(torch\.finfo\(dtype\)\.min or max, a mask fill\): the same setting, flagged "
+     r"by msprobe's scalar rule only \(the CSV keeps msprobe's Result\)",
+     "；{n} 个非张量参数（例如 {name}：目标 {t}，golden {g}）分别是两侧各自浮点类型的极值（torch.finfo(dtype).min 或 max，"
+     "掩码填充值）：是同一设置，仅被 msprobe 的标量规则标记（CSV 保留 msprobe 的 Result）"),
     (r"^error$", "错误"), (r"^warning$", "警告"),
     (r"first divergence; only (?P<pct>[\d.]+%) of elements within tolerance \(< (?P<need>\d+%)\)",
      "首个偏离点；仅 {pct} 的元素在容差内（< {need}）"),

@@ -164,7 +164,8 @@ def _verdict(rows: list[DumpRow], scalar_rows: Sequence[ScalarRow] | None = None
     bad = {"error", "warning"}
     calls = _calls_of(cancelled)
     if any(s.status in bad and not (no_fault and (s.key in calls and set(s.messages) <= _norm_rules()
-                                                  or _relative_warning_messages(s.messages)))
+                                                  or _relative_warning_messages(s.messages)
+                                                  or float_type_limits_only(s)))
            for s in scalar_rows or ()):
         return "fail"
     if not statuses & bad:
@@ -257,6 +258,24 @@ def precision_change_only(row: DumpRow) -> bool:
     # written-out one adds the other): another form of the same argument, which the diagnosis does not measure
     return _float_types_differ(d) or other_representation(str(d.get("golden_dtype") or "") or None,
                                                           str(d.get("target_dtype") or "") or None)
+
+
+#: The largest finite values of float16, bfloat16, float32 and float64: ``torch.finfo(dtype).max``.
+_FLOAT_TYPE_LIMITS = frozenset({65504.0, 3.3895313892515355e38, 3.4028234663852886e38, 1.7976931348623157e308})
+
+
+def float_type_limits_only(s: ScalarRow) -> bool:
+    """A scalar argument msprobe flags only because each side passes its own float type's limit.
+
+    Attention masks are filled with ``torch.finfo(dtype).min`` (Hugging Face models do so): -3.40282e38 in a float32
+    run, -3.38953e38 in a bfloat16 one. The same setting, which msprobe's scalar rule flags as a difference."""
+    from acc_agent.tools._stat_rows import MSG_MD5, MSG_SCALAR
+
+    if not {MSG_SCALAR} <= set(s.messages) <= {MSG_SCALAR, MSG_MD5}:  # an md5 dump digests the two values too
+        return False
+    g, t = s.golden.value, s.target.value
+    return (isinstance(g, float) and isinstance(t, float) and g != t and abs(g) in _FLOAT_TYPE_LIMITS
+            and abs(t) in _FLOAT_TYPE_LIMITS and (g < 0) == (t < 0))
 
 
 def _relative_warning_only(row: DumpRow) -> bool:
@@ -360,6 +379,18 @@ def _precision_change_note(rows: list[DumpRow]) -> str:
     return (f"; {len(flagged)} rows are errors under msprobe's rules only because the float type differs (golden "
             f"{first.golden_dtype}, target {first.target_dtype}, e.g. {first.name}): every tensor is within the "
             "target's precision, so the run passes (the CSV keeps msprobe's Result)")
+
+
+def _limits_note(scalar_rows: Sequence[ScalarRow]) -> str:
+    """Why a run with a flagged scalar argument passes: each side passes its own float type's limit."""
+    flagged = [s for s in scalar_rows if s.status != "pass" and float_type_limits_only(s)]
+    if not flagged:
+        return ""
+    first = flagged[0]
+    many = len(flagged) > 1
+    return (f"; {len(flagged)} non-tensor argument{'s' * many} (e.g. {first.name}: target {first.target.value:g}, "
+            f"golden {first.golden.value:g}) {'are' if many else 'is'} each side's own float type's limit (torch.finfo(dtype).min or max, a mask "
+            "fill): the same setting, flagged by msprobe's scalar rule only (the CSV keeps msprobe's Result)")
 
 
 def _cancelled_note(rows: list[DumpRow], cancelled: frozenset[str]) -> str:
@@ -621,7 +652,7 @@ def _merged(params: CompareDumpsInput, outcomes: list[RankOutcome], infos: list[
     if first_divergence is not None:
         summary += f"; first divergence: {first_divergence.name}"
     if verdict == "pass":
-        summary += _precision_change_note(rows) + _cancelled_note(rows, cancelled)
+        summary += _precision_change_note(rows) + _cancelled_note(rows, cancelled) + _limits_note(scalar_rows)
     if any(r.compare_mode != "tensor" for r in rows):
         evidence.append(Evidence(kind="threshold", ref="msprobe statistics Result rules",
                                  detail="statistics/md5 rows: NaN/Inf in target Max/Min, output NormRelativeErr > 0.5 "

@@ -1,0 +1,23 @@
+"""A mask filled with ``torch.finfo(dtype).min``: each run passes its own float type's minimum, which msprobe's scalar
+rule flags (-3.40282e38 against -3.38953e38). Every tensor of the clean bfloat16 run is within its precision, so the
+run passes and the summary says why, in English and Chinese; the CSV keeps msprobe's Result. Before, the verdict was
+``fail`` beside a ``no_layer_fault`` diagnosis. Real msprobe fixtures (see the folder's README)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from recorded_dumps import compare_recorded, untranslated
+
+DATA = Path(__file__).parent / "data" / "msprobe_attention_masks"
+
+
+@pytest.mark.parametrize("case", ["bf16_stats_finfo_clean", "bf16_md5_finfo_clean"])
+def test_each_float_types_own_minimum_as_a_mask_fill_passes(case: str) -> None:
+    out = compare_recorded(DATA / case)
+    assert out.diagnosis is not None
+    assert (out.verdict, out.diagnosis.category, out.first_divergence) == ("pass", "no_layer_fault", None), out.summary
+    assert ("1 non-tensor argument (e.g. Tensor.masked_fill.0.forward.input.2: target -3.38953e+38, golden "
+            "-3.40282e+38) is each side's own float type's limit") in out.summary
+    assert untranslated([out.summary]) == []
