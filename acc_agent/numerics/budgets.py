@@ -104,3 +104,14 @@ def lowest_precision(*dtypes: str | None) -> str | None:
     if not floats:
         return None
     return min(floats, key=lambda d: _PRECISION_BITS[d or "float32"])
+
+
+#: The largest finite values of float16, bfloat16, float32 and float64 (``torch.finfo(dtype).max``).
+FLOAT_TYPE_LIMITS = frozenset({65504.0, 3.3895313892515355e38, 3.4028234663852886e38, 1.7976931348623157e308})
+
+
+def float_type_limits(a: object, b: object) -> bool:
+    """Whether two different recorded values are each a float type's limit, of one sign: ``torch.finfo(dtype).min`` as
+    a mask fill is -3.40282e38 in a float32 run and -65504 in a float16 one, the same setting in each run's type."""
+    return (isinstance(a, float) and isinstance(b, float) and a != b and abs(a) in FLOAT_TYPE_LIMITS
+            and abs(b) in FLOAT_TYPE_LIMITS and (a < 0) == (b < 0))

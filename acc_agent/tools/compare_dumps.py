@@ -260,10 +260,6 @@ def precision_change_only(row: DumpRow) -> bool:
                                                           str(d.get("target_dtype") or "") or None)
 
 
-#: The largest finite values of float16, bfloat16, float32 and float64: ``torch.finfo(dtype).max``.
-_FLOAT_TYPE_LIMITS = frozenset({65504.0, 3.3895313892515355e38, 3.4028234663852886e38, 1.7976931348623157e308})
-
-
 def float_type_limits_only(s: ScalarRow) -> bool:
     """A scalar argument msprobe flags only because each side passes its own float type's limit.
 
@@ -273,9 +269,9 @@ def float_type_limits_only(s: ScalarRow) -> bool:
 
     if not {MSG_SCALAR} <= set(s.messages) <= {MSG_SCALAR, MSG_MD5}:  # an md5 dump digests the two values too
         return False
-    g, t = s.golden.value, s.target.value
-    return (isinstance(g, float) and isinstance(t, float) and g != t and abs(g) in _FLOAT_TYPE_LIMITS
-            and abs(t) in _FLOAT_TYPE_LIMITS and (g < 0) == (t < 0))
+    from acc_agent.numerics.budgets import float_type_limits
+
+    return float_type_limits(s.golden.value, s.target.value)
 
 
 def _relative_warning_only(row: DumpRow) -> bool:

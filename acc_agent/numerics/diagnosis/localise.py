@@ -534,8 +534,9 @@ def _nonfinite_number(v: object) -> bool:
 
 
 def _same(a: object, b: object) -> bool:
+    """Equal values, or each run's own float type's limit (``torch.finfo(dtype).min`` as a mask fill)."""
     if isinstance(a, float) and isinstance(b, float):
-        return a == b or (math.isnan(a) and math.isnan(b))
+        return a == b or (math.isnan(a) and math.isnan(b)) or budgets.float_type_limits(a, b)
     return a == b
 
 

@@ -29,7 +29,7 @@ from acc_agent.numerics import budgets
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump, DumpEntry
     from acc_agent.models.compare import DumpRow, TensorMetrics
-    from acc_agent.numerics.arrays import FloatArray
+    from acc_agent.numerics.arrays import BoolArray, FloatArray
 
 STAT_KEYS = ("Max", "Min", "Mean", "Norm")
 #: Measures that carry only a summary of each tensor (an md5 dump records the statistics beside the digest).
@@ -104,12 +104,20 @@ def norm_slack_rate(dtypes: tuple[str | None, ...]) -> float:
     return sides * budgets.unit_roundoff("float16") / FP16_NORM_ELEMENTS
 
 
+def type_limit_fills(golden: dict[str, float | None], other: dict[str, float | None]) -> bool:
+    """Whether the two sides' Min (or Max) are each a float type's limit, and differ: a mask filled with
+    ``torch.finfo(dtype).min`` holds -3.40282e38 in a float32 run and -65504 in a float16 one. The fill then
+    dominates every statistic (its Mean and Norm too), so they measure the two types' limits, not the data: no
+    error is measured (the calls after it, a softmax, are compared as usual)."""
+    return any(budgets.float_type_limits(golden.get(k), other.get(k)) for k in ("Min", "Max"))
+
+
 def stat_error(golden: dict[str, float | None] | None, other: dict[str, float | None] | None,
                numel: int | None, slack: float = 0.0) -> float | None:
     """Relative difference of two tensors' statistics (see the module docstring); None if incomplete.
 
     ``slack``: the Norms' own summation error (:func:`norm_slack`), taken off their difference."""
-    if not golden or not other:
+    if not golden or not other or type_limit_fills(golden, other):
         return None
     overflowed = _overflowed_reductions(golden) | _overflowed_reductions(other)
     keys = [k for k in STAT_KEYS if golden.get(k) is not None and other.get(k) is not None and k not in overflowed]
@@ -387,7 +395,8 @@ def _measure(row: DumpRow, golden: Dump | None, g_entry: DumpEntry | None, t_ent
         return Measured(math.inf, None, "md5", t_bad, g_bad, dtype)  # integer/bool bytes differ: not equal
     if err is None:
         if row.status == "error" and g_entry is not None and t_entry is not None \
-                and not _same_nonfinite(g_stats, t_stats):
+                and not _same_nonfinite(g_stats, t_stats) and not (g_stats and t_stats
+                                                                   and type_limit_fills(g_stats, t_stats)):
             return Measured(math.inf, None, "statistics", t_bad, g_bad, dtype)
         return Measured(None, None, "none", t_bad, g_bad, dtype)
     reordered = False
@@ -683,7 +692,19 @@ def _bulk_stat_error(g: FloatArray, o: FloatArray, numel: FloatArray, slack: Flo
                    np.where((diffs == 0) & (norm_diff == 0), 0.0, np.inf))
     err = np.maximum(np.where(scale > 0, norm_err - slack, 0.0), rel)
     err = np.where(o_finite, err, np.inf)
-    return np.where(defined & g_finite, err, np.nan)
+    return np.where(defined & g_finite & ~_type_limit_fills(g, o), err, np.nan)
+
+
+def _type_limit_fills(g: FloatArray, o: FloatArray) -> BoolArray:
+    """:func:`type_limit_fills` on columns (rows of Max, Min, Mean, Norm)."""
+    import numpy as np
+
+    limits = np.array(sorted(budgets.FLOAT_TYPE_LIMITS))
+    out = np.zeros(g.shape[1], dtype=bool)
+    for k in (0, 1):
+        a, b = g[k], o[k]
+        out |= np.isin(np.abs(a), limits) & np.isin(np.abs(b), limits) & (a != b) & ((a < 0) == (b < 0))
+    return out
 
 
 #: A value at least this large in magnitude that fills at least ``FILL_SHARE`` of a tensor is a mask fill.
