@@ -29,3 +29,19 @@ def test_each_float_types_own_minimum_as_a_mask_fill_passes(case: str, fill: str
     assert (f"1 non-tensor argument (e.g. Tensor.masked_fill.0.forward.input.2: target {fill}, golden "
             "-3.40282e+38) is each side's own float type's limit") in out.summary
     assert untranslated([out.summary]) == []
+
+
+def test_an_additive_mask_one_diagonal_off_is_the_argument_at_fault() -> None:
+    """An additive -inf mask built with ``triu(..., diagonal=0)`` instead of 1: its Min, Mean and Norm (-inf, -inf,
+    inf) are the same on both sides, and the tensors hold Inf at other positions, which msprobe's metrics leave N/A.
+    Before, the mask was not measured and the attention's output was named as the operator at fault."""
+    out = compare_recorded(DATA / "fp16_tensor_sdpa_additive_mask_off")
+    fd, diagnosis = out.first_divergence, out.diagnosis
+    assert fd is not None and diagnosis is not None
+    assert (out.verdict, fd.module, fd.enters_through, fd.argument) == \
+        ("fail", "Functional.scaled_dot_product_attention.0.forward", "argument", "kwargs.attn_mask"), \
+        diagnosis.explanation
+    assert fd.difference == ("Inf/NaN at other positions (21 on the target, 15 on the golden): 6 of 36 elements differ "
+                             "(16.7%); the mask equals the golden one shifted by -1 column(s): an off-by-one in how it "
+                             "is built")
+    assert untranslated([fd.difference, fd.reason, diagnosis.explanation]) == []

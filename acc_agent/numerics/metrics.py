@@ -84,6 +84,9 @@ RelDType: TypeAlias = "np.dtype[np.float32 | np.float64 | np.longdouble]"
 _ULP_FORMATS = {"fp16": (10, -14), "bf16": (7, -126)}
 
 
+#: How a row says its tensors hold NaN/Inf at other positions (msprobe leaves its six metrics N/A then).
+NONFINITE_POSITIONS_DIFFER = "N/A: NaN/Inf positions differ"
+
 def msprobe_round(value: float) -> float:
     """msprobe's ``format_value``: the value as printed with 12 decimals."""
     return float(f"{value:.12f}")
@@ -588,7 +591,7 @@ def compute_metrics(
         out["max_ulp_err"] = acc.max_ulp
         out["ulp_gt1_ratio"] = acc.n_ulp_gt1 / n
     if not acc.positions_match:
-        why = (f"N/A: NaN/Inf positions differ (target NaN {acc.t_nan}, Inf {acc.t_inf}; "
+        why = (f"{NONFINITE_POSITIONS_DIFFER} (target NaN {acc.t_nan}, Inf {acc.t_inf}; "
                f"golden NaN {acc.g_nan}, Inf {acc.g_inf})")
         _null_six(out, reasons, why)
         out.pop("cosine_exact", None)

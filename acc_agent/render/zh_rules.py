@@ -1153,6 +1153,8 @@ RULES: list[tuple[str, str]] = [
      "golden 侧记录的 {stats}"),
     (r"statistics not comparable", "统计量无法比较"),
     (r"dtype differs: target (?P<t>\S+) vs golden (?P<g>\S+)", "dtype 不同：目标侧 {t}，golden 侧 {g}"),
+    (r"Inf/NaN at other positions \((?P<t>\d+) on the target, (?P<g>\d+) on the golden\): ",
+     "Inf/NaN 位于不同位置（目标侧 {t} 个，golden 侧 {g} 个）："),
     (r"N/A: NaN/Inf positions differ \(target NaN (?P<tn>\d+), Inf (?P<ti>\d+); golden NaN (?P<gn>\d+), Inf (?P<gi>\d+)\)",
      "N/A：NaN/Inf 的位置不同（目标侧 NaN {tn} 个、Inf {ti} 个；golden 侧 NaN {gn} 个、Inf {gi} 个）"),
     (r"shape unmatched: target (?P<t>\[[^\]]*\]) vs golden (?P<g>\[[^\]]*\]) \(after squeeze\)",

@@ -63,6 +63,11 @@ def _describe_arrays(g: Array, t: Array, dtype: str | None) -> str | None:
         if g.size == t.size and np.array_equal(np.sort(gf, axis=None), np.sort(tf, axis=None)):
             return f"the same values with another shape ({list(t.shape)} vs golden {list(g.shape)})"
         return f"another shape: {list(t.shape)} vs golden {list(g.shape)}"
+    g_bad, t_bad = ~np.isfinite(gf), ~np.isfinite(tf)
+    if not np.array_equal(g_bad, t_bad):
+        # an additive mask: -inf where masked, 0 elsewhere
+        return (f"Inf/NaN at other positions ({int(t_bad.sum())} on the target, {int(g_bad.sum())} on the golden): "
+                + _describe_mask(g_bad.astype(np.float64), t_bad.astype(np.float64)))
     if g.ndim >= 2 and g.shape[-1] == g.shape[-2] and _close(tf, np.swapaxes(gf, -1, -2), tol):
         return "the golden tensor transposed (same values, last two axes swapped): a layout or checkpoint-conversion error"
     if integer or g.dtype == np.bool_:

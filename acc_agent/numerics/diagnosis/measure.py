@@ -381,8 +381,10 @@ def _measure(row: DumpRow, golden: Dump | None, g_entry: DumpEntry | None, t_ent
     if unreadable and not shapes_differ(row) and not (g_stats and t_stats):
         # a file that could not be read says nothing about the numbers: not judged (the row keeps its error)
         return Measured(None, None, "none", t_bad, g_bad, dtype)
-    if shapes_differ(row) or (row.status == "error" and row.na_reasons and not (g_stats and t_stats)):
-        # both tensors exist but are not comparable (shape unmatched, NaN/Inf at other positions)
+    if shapes_differ(row) or (row.status == "error" and row.na_reasons
+                              and not (_has_extremes(g_stats) and _has_extremes(t_stats))):
+        # both tensors exist but are not comparable (shape unmatched, NaN/Inf at other positions); msprobe may record
+        # a keyword tensor holding -inf with no Min, Mean or Norm (an additive attention mask)
         return Measured(math.inf, None, "tensor", t_bad, g_bad, dtype)
     if g_md5 is not None and t_md5 is not None and g_md5 == t_md5:
         b_md5 = getattr(b_entry, "md5", None)
@@ -394,10 +396,11 @@ def _measure(row: DumpRow, golden: Dump | None, g_entry: DumpEntry | None, t_ent
     if err is None and g_md5 is not None and t_md5 is not None and same_dtype and not budgets.is_float(dtype):
         return Measured(math.inf, None, "md5", t_bad, g_bad, dtype)  # integer/bool bytes differ: not equal
     if err is None:
-        if row.status == "error" and g_entry is not None and t_entry is not None \
-                and not _same_nonfinite(g_stats, t_stats) and not (g_stats and t_stats
-                                                                   and type_limit_fills(g_stats, t_stats)):
-            return Measured(math.inf, None, "statistics", t_bad, g_bad, dtype)
+        if row.status == "error" and g_entry is not None and t_entry is not None and (
+                _nonfinite_elsewhere(row) or not _same_nonfinite(g_stats, t_stats)
+                and not (g_stats and t_stats and type_limit_fills(g_stats, t_stats))):
+            return Measured(math.inf, None, "tensor" if _nonfinite_elsewhere(row) else "statistics", t_bad, g_bad,
+                            dtype)
         return Measured(None, None, "none", t_bad, g_bad, dtype)
     reordered = False
     if err == 0.0 and g_md5 is not None and t_md5 is not None and same_dtype and _constant(g_stats) \
@@ -435,6 +438,18 @@ def _same_nonfinite(g: dict[str, float | None] | None, t: dict[str, float | None
             return False
         some = some or a_bad
     return some
+
+
+def _nonfinite_elsewhere(row: DumpRow) -> bool:
+    """Whether the row's tensors were read and hold NaN/Inf at other positions: they differ, whatever their
+    statistics say (an additive attention mask with -inf one position off keeps its Min, Mean and Norm)."""
+    from acc_agent.numerics.metrics import NONFINITE_POSITIONS_DIFFER
+
+    return any(str(v).startswith(NONFINITE_POSITIONS_DIFFER) for v in row.na_reasons.values())
+
+
+def _has_extremes(stats: dict[str, float | None] | None) -> bool:
+    return bool(stats) and stats.get("Max") is not None and stats.get("Min") is not None  # type: ignore[union-attr]
 
 
 def _constant(stats: dict[str, float | None] | None) -> bool:
