@@ -45,3 +45,17 @@ def test_an_additive_mask_one_diagonal_off_is_the_argument_at_fault() -> None:
                              "(16.7%); the mask equals the golden one shifted by -1 column(s): an off-by-one in how it "
                              "is built")
     assert untranslated([fd.difference, fd.reason, diagnosis.explanation]) == []
+
+
+def test_nan_from_a_fully_masked_row_is_not_called_nan_from_finite_inputs() -> None:
+    """The same mask one diagonal off, added before a softmax, in a statistics dump: the mask's statistics cannot show
+    it, and the softmax is the first call with NaN. Its input holds -inf on both sides, so the NaN is not "from finite
+    inputs" (as it read before): a softmax over a slice that is -inf everywhere."""
+    out = compare_recorded(DATA / "bf16_stats_additive_mask_off")
+    fd, diagnosis = out.first_divergence, out.diagnosis
+    assert fd is not None and diagnosis is not None
+    assert (out.verdict, fd.module, fd.enters_through) == ("fail", "Functional.softmax.0.forward", "overflow")
+    assert "from finite" not in fd.reason + diagnosis.explanation
+    assert ("from inputs whose Inf/NaN the golden's hold too (Functional.softmax.0.forward.input.0: recorded Min -Inf, "
+            "Mean -Inf, Norm Inf on both sides): a softmax over a slice that is -inf everywhere") in fd.reason
+    assert untranslated([fd.reason, diagnosis.explanation]) == []

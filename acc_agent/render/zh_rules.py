@@ -301,6 +301,7 @@ RULES: list[tuple[str, str]] = [
     (r"^a tensor no dumped call produced$", "不由任何已 dump 调用产生的张量"), (r"^an input$", "输入"),
     (r"(?P<x>\S+)x what a cast explains", "为一次类型转换所能解释的 {x} 倍"),
     (r"integer, bool and reordered tensors must match exactly", "整数、布尔及重排后的张量必须完全一致"),
+    (r"Inf/NaN at other positions(?=[)）])", "Inf/NaN 位于不同位置"),
     (r"the two sides recorded other shapes", "两侧记录的形状不同"),
     (r"^md5 differs; integer, bool and reordered tensors must match exactly$", "md5 不同；整数、布尔及重排后的张量必须完全一致"),
     (r"another md5 digest in the same dtype: a loaded tensor must match byte for byte",
@@ -448,6 +449,18 @@ RULES: list[tuple[str, str]] = [
      "对比两侧 {kind} 层的设置（eps、momentum、仿射参数、近似方式、框架默认值）：可能有一项对它们全部不同。"),
     (r"Overflow: (?P<node>\S+) is the first call to produce Inf/NaN from finite inputs; ",
      "溢出：{node} 是第一个由有限输入产生 Inf/NaN 的调用；"),
+    (r"Invalid operation: (?P<node>\S+) is the first call to produce NaN where the golden does not, from the Inf/NaN "
+     r"both sides' inputs hold; ", "无效运算：{node} 是第一个在 golden 侧没有 NaN 时产生 NaN 的调用，NaN 来自两侧输入都含有的 Inf/NaN；"),
+    (r"(?P<node>\S+) is the first call whose output holds NaN on the target where the golden's does not, from inputs "
+     r"whose Inf/NaN the golden's hold too \((?P<name>\S+): recorded (?P<stats>[^()]+) on both sides\): "
+     r"(?P<t_what>a softmax over a slice that is -inf everywhere \(every position masked\) gives NaN: a mask that "
+     r"covers a whole row|an invalid operation on the infinite values both sides hold \(inf - inf, 0 x inf\))",
+     "{node} 是第一个在目标侧输出含 NaN 而 golden 侧没有的调用，其输入中的 Inf/NaN 在 golden 侧同样存在（{name}：两侧记录的 "
+     "{stats}）：{t_what}"),
+    (r"^a softmax over a slice that is -inf everywhere \(every position masked\) gives NaN: a mask that covers a whole "
+     r"row$", "对处处为 -inf（所有位置都被掩码）的切片做 softmax 会得到 NaN：掩码遮住了整行"),
+    (r"^an invalid operation on the infinite values both sides hold \(inf - inf, 0 x inf\)$",
+     "对两侧都含有的无穷值做了无效运算（inf - inf、0 x inf）"),
     (r"Invalid operation: (?P<node>\S+) is the first call to produce NaN from finite inputs; ",
      "无效运算：{node} 是第一个由有限输入产生 NaN 的调用；"),
     (r"^an overflow$", "溢出"),

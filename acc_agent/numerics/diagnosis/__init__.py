@@ -553,7 +553,9 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                 "other places (its output's md5 differs, Max/Min are equal and Mean/Norm move by rounding only); ")
     lead = {
         "operator": jump,
-        "overflow": (f"Invalid operation: {node.key} is the first call to produce NaN from finite inputs; "
+        "overflow": (f"Invalid operation: {node.key} is the first call to produce NaN where the golden does not, from "
+                     "the Inf/NaN both sides' inputs hold; " if explain.shared_nonfinite_input(node) is not None else
+                     f"Invalid operation: {node.key} is the first call to produce NaN from finite inputs; "
                      if explain.nan_not_inf(t) else
                      f"Overflow: {node.key} is the first call to produce Inf/NaN from finite inputs; "),
         "argument": f"The difference enters {node.key} through its argument {f.argument}"

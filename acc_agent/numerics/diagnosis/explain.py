@@ -17,7 +17,7 @@ from acc_agent.numerics.diagnosis import advice
 from acc_agent.numerics.diagnosis.defaults import default_of
 from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name
 from acc_agent.numerics.diagnosis.localise import Finding
-from acc_agent.numerics.diagnosis.measure import shapes_differ
+from acc_agent.numerics.diagnosis.measure import nonfinite_elsewhere, shapes_differ
 from acc_agent.numerics.diagnosis.probes import Probe
 from acc_agent.numerics.diagnosis.shared_setting import layer_growth
 from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
@@ -139,6 +139,11 @@ def _nonfinite_stats(t: Tensor, side: str = "target") -> str:
     return "recorded " + ", ".join(bad) if bad else "Inf/NaN in its recorded statistics"
 
 
+def shared_nonfinite_input(node: Node) -> Tensor | None:
+    """An input of ``node`` that holds Inf/NaN on both sides (an additive -inf mask): NaN made from it is no overflow."""
+    return next((x for x in node.inputs if x.m.target_nonfinite and x.m.golden_nonfinite), None)
+
+
 def nan_not_inf(t: Tensor) -> bool:
     """Whether the target's first non-finite output holds NaN and, as far as the dump shows, no Inf.
 
@@ -166,6 +171,14 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
                else "statistics not comparable")
     elif t.err is None and t.m.golden_nonfinite and not t.m.target_nonfinite:
         err = f"{_nonfinite_stats(t, 'golden')} on the golden"  # nothing to measure against: say what the golden holds
+    shared = shared_nonfinite_input(node) if f.enters == "overflow" else None
+    if shared is not None:
+        what = ("a softmax over a slice that is -inf everywhere (every position masked) gives NaN: a mask that covers "
+                "a whole row" if api_name(node.key) in ("softmax", "_softmax") else
+                "an invalid operation on the infinite values both sides hold (inf - inf, 0 x inf)")
+        return (f"{node.key} is the first call whose output holds NaN on the target where the golden's does not, "
+                f"from inputs whose Inf/NaN the golden's hold too ({shared.name}: {_nonfinite_stats(shared)} on both "
+                f"sides): {what}")
     if f.enters == "overflow":
         counts = t.row.target_inf, t.row.target_nan
         what = ("an invalid operation (NaN from finite values), not a value past the dtype's range"
@@ -221,6 +234,7 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
                else "another md5 digest in the same dtype: a loaded tensor must match byte for byte"
                if t.m.other_bytes and not t.m.same_stats_other_bytes
                else "the two sides recorded other shapes" if shapes_differ(t.row)
+               else "Inf/NaN at other positions" if nonfinite_elsewhere(t.row)
                else "integer, bool and reordered tensors must match exactly")
         return (f"{t.name} ({what}) already differs ({err}; {how}) while "
                 f"every tensor before it agrees: the difference enters {node.key} through {t.arg}"

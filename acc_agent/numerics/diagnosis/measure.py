@@ -397,9 +397,9 @@ def _measure(row: DumpRow, golden: Dump | None, g_entry: DumpEntry | None, t_ent
         return Measured(math.inf, None, "md5", t_bad, g_bad, dtype)  # integer/bool bytes differ: not equal
     if err is None:
         if row.status == "error" and g_entry is not None and t_entry is not None and (
-                _nonfinite_elsewhere(row) or not _same_nonfinite(g_stats, t_stats)
+                nonfinite_elsewhere(row) or not _same_nonfinite(g_stats, t_stats)
                 and not (g_stats and t_stats and type_limit_fills(g_stats, t_stats))):
-            return Measured(math.inf, None, "tensor" if _nonfinite_elsewhere(row) else "statistics", t_bad, g_bad,
+            return Measured(math.inf, None, "tensor" if nonfinite_elsewhere(row) else "statistics", t_bad, g_bad,
                             dtype)
         return Measured(None, None, "none", t_bad, g_bad, dtype)
     reordered = False
@@ -440,7 +440,7 @@ def _same_nonfinite(g: dict[str, float | None] | None, t: dict[str, float | None
     return some
 
 
-def _nonfinite_elsewhere(row: DumpRow) -> bool:
+def nonfinite_elsewhere(row: DumpRow) -> bool:
     """Whether the row's tensors were read and hold NaN/Inf at other positions: they differ, whatever their
     statistics say (an additive attention mask with -inf one position off keeps its Min, Mean and Norm)."""
     from acc_agent.numerics.metrics import NONFINITE_POSITIONS_DIFFER
