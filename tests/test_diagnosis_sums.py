@@ -15,9 +15,11 @@ backward 5 % off on every 3rd element breaks it on about half the draws (``s_``/
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from acc_agent.numerics.diagnosis.sums import _check, _zero_mean
+from acc_agent.numerics.diagnosis.sums import _check, _mean_off
 
 torch = pytest.importorskip("torch")
 
@@ -76,8 +78,8 @@ def _softmax_input_gradient(seed: int, dtype: torch.dtype, masked: bool, op: str
 
 
 def _zero_sum_excess(grad: torch.Tensor) -> float:
-    found = _zero_mean({"Mean": float(grad.mean()), "Norm": float(grad.norm())}, grad.numel(),
-                       str(grad.dtype).removeprefix("torch."))
+    found = _mean_off({"Mean": float(grad.mean()), "Norm": float(grad.norm())}, 0.0, grad.numel(),
+                      str(grad.dtype).removeprefix("torch."))
     assert found is not None and found[3] == 0.0
     return found[0]
 
@@ -102,3 +104,24 @@ def test_a_backward_off_on_part_of_its_elements_breaks_it(op: str) -> None:
         flat[::3] = (flat[::3].float() * 1.05).to(torch.bfloat16)
         seen += _zero_sum_excess(flat.view(grad.shape)) > 1.0
     assert seen >= 16, f"only {seen} of 40 draws seen"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_softmax_outputs_mean_is_one_over_its_axis_within_rounding(dtype: torch.dtype) -> None:
+    """A softmax's recorded Mean (msprobe takes it in the tensor's dtype) stays within the rounding allowance of
+    1 / the axis's length on clean outputs; a kernel 10 % too large on every 4th element leaves it."""
+    functional = pytest.importorskip("torch.nn.functional")
+    worst_clean, best_faulty = 0.0, math.inf
+    for seed in range(40):
+        x = torch.randn(2, 4, 6, 6, generator=torch.Generator().manual_seed(seed)) * 3
+        y = functional.softmax(x.to(dtype), dim=-1)
+        wrong = torch.where(torch.arange(y.numel()).reshape(y.shape) % 4 == 1, y * 1.1, y)
+        for out, faulty in ((y, False), (wrong, True)):
+            stats = {"Mean": float(out.mean()), "Norm": float(out.float().norm().to(dtype))}
+            found = _mean_off(stats, 1 / 6, out.numel(), str(dtype).removeprefix("torch."))
+            assert found is not None
+            if faulty:
+                best_faulty = min(best_faulty, found[0])
+            else:
+                worst_clean = max(worst_clean, found[0])
+    assert worst_clean <= 1.0 < best_faulty, (worst_clean, best_faulty)

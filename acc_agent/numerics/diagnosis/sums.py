@@ -88,20 +88,10 @@ def softmax_mean_excess(t: Tensor, scalars: dict[str, object]) -> tuple[float, s
         return None
     expected = 1.0 / length
     out = t.row.__dict__
-    golden = _mean_of(out.get("golden_stats"), expected, n, out.get("golden_dtype") or t.m.dtype)
+    golden = _mean_off(out.get("golden_stats"), expected, n, out.get("golden_dtype") or t.m.dtype)
     if golden is None or golden[0] > 1.0:
         return None  # the golden's own numbers do not keep the identity (a slice masked everywhere is NaN)
-    return _mean_of(out.get("target_stats"), expected, n, t.m.dtype)
-
-
-def _mean_of(stats: dict[str, float | None] | None, expected: float, n: int, dtype: str | None
-             ) -> tuple[float, str, float, float] | None:
-    recorded, norm = (stats.get("Mean"), stats.get("Norm")) if stats else (None, None)
-    if not isinstance(recorded, int | float) or not isinstance(norm, int | float) \
-            or not math.isfinite(recorded) or not math.isfinite(norm):
-        return None
-    allowed = _mean_allowance((expected,), norm, n, dtype)
-    return abs(recorded - expected) / allowed, "Mean", float(recorded), expected
+    return _mean_off(out.get("target_stats"), expected, n, t.m.dtype)
 
 
 def zero_sum_gradient(key: str) -> str:
@@ -121,22 +111,24 @@ def zero_sum_excess(t: Tensor) -> tuple[float, str, float, float] | None:
     if not n:
         return None
     out = t.row.__dict__
-    golden = _zero_mean(out.get("golden_stats"), n, out.get("golden_dtype") or t.m.dtype)
+    golden = _mean_off(out.get("golden_stats"), 0.0, n, out.get("golden_dtype") or t.m.dtype)
     if golden is None or golden[0] > 1.0:
         return None  # the golden's own numbers do not keep the identity: not what this call computes
-    return _zero_mean(out.get("target_stats"), n, t.m.dtype)
+    return _mean_off(out.get("target_stats"), 0.0, n, t.m.dtype)
 
 
-def _zero_mean(stats: dict[str, float | None] | None, n: int, dtype: str | None
-               ) -> tuple[float, str, float, float] | None:
+def _mean_off(stats: dict[str, float | None] | None, expected: float, n: int, dtype: str | None
+              ) -> tuple[float, str, float, float] | None:
+    """How far a recorded Mean is from the value an identity gives it, in what rounding allows (> 1: beyond)."""
     recorded, norm = (stats.get("Mean"), stats.get("Norm")) if stats else (None, None)
     if not isinstance(recorded, int | float) or not isinstance(norm, int | float) \
             or not math.isfinite(recorded) or not math.isfinite(norm):
         return None
     allowed = _mean_allowance((recorded,), norm, n, dtype)
+    off = abs(recorded - expected)
     if allowed <= 0:
-        return (0.0 if recorded == 0 else math.inf), "Mean", float(recorded), 0.0
-    return abs(recorded) / allowed, "Mean", float(recorded), 0.0
+        return (0.0 if off == 0 else math.inf), "Mean", float(recorded), expected
+    return off / allowed, "Mean", float(recorded), expected
 
 
 def bias_sum_excess(t: Tensor, node: Node | None) -> float | None:
