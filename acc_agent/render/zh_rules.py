@@ -417,6 +417,11 @@ RULES: list[tuple[str, str]] = [
      r"elementwise activation moves each element by at most its largest slope times the input's difference, plus one "
      r"rounding\); ",
      "单点跳变：{node} 的输入一致，输出却超出精度 {x} 倍（逐元素激活函数对每个元素的改变至多为其最大斜率乘以输入差异，再加一次舍入）；"),
+    (r" Before it, (?P<name>\S+) holds a mask fill on both sides \(Min (?P<g>\S+) on the golden, (?P<t>\S+) on the "
+     r"target\), whose Mean and Norm cannot be compared: a mask built otherwise there \(one position off\) cannot be seen "
+     r"in this dump and would first show here\. A tensor dump of that call tells it apart\.",
+     " 在它之前，{name} 两侧都含有掩码填充值（golden 侧 Min {g}，目标侧 {t}），其 Mean 和 Norm 无法比较：那里构建方式不同的掩码"
+     "（错位一格）在此 dump 中看不出来，会首先在这里显现。对该调用做 tensor dump 即可区分。"),
     (r" Its inputs? (?P<args>.+?) (?:has|have) no Mean/Norm in this statistics dump \(msprobe writes only Max/Min for "
      r"integer and bool tensors\), so a difference there cannot be seen: it may be where the fault enters \(e\.g\. a "
      r"mask built one position off, token ids from another tokenizer\) rather than the operator itself\.",

@@ -574,6 +574,13 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                         "no Mean/Norm in this statistics dump (msprobe writes only Max/Min for integer and bool "
                         "tensors), so a difference there cannot be seen: it may be where the fault enters (e.g. a mask "
                         "built one position off, token ids from another tokenizer) rather than the operator itself.")
+    filled = _fill_upstream(node) if f.enters == "operator" and t.m.measure in ("statistics", "md5") and not unseen \
+        else None
+    if filled is not None:
+        explanation += (f" Before it, {filled.name} holds a mask fill on both sides (Min {_stat(filled, 'golden')} on "
+                        f"the golden, {_stat(filled, 'target')} on the target), whose Mean and Norm cannot be compared: a "
+                        "mask built otherwise there (one position off) cannot be seen in this dump and would first show "
+                        "here. A tensor dump of that call tells it apart.")
     if f.enters == "operator" and t.m.measure == "statistics" and api_name(node.key) in PER_CHANNEL:
         explanation += (" Its per-channel parameters meet its input's channels here: statistics cannot tell a fault in "
                         "this call from channels permuted before it (a weight with two output channels swapped keeps "
@@ -620,6 +627,41 @@ def _weights_with_golden_statistics(node: Node) -> list[str]:
     projection does, at some seeds), so such a weight looks like the golden's in a statistics dump."""
     return [x.arg for x in node.inputs if x.leaf == "parameter" and x.err == 0.0 and x.m.measure == "statistics"
             and len(x.row.golden_shape or ()) >= 2]  # a weight matrix or kernel: a bias has no layout to get wrong
+
+
+#: Calls walked back through the dataflow from a statistics fault, looking for a mask fill statistics cannot compare.
+_FILL_LOOKBACK = 4
+
+
+def _fill_upstream(node: Node) -> Tensor | None:
+    """A tensor up to ``_FILL_LOOKBACK`` calls before ``node`` in the dataflow whose Min is -inf or a float type's
+    minimum on both sides (an additive attention mask, or scores with it added): its Mean and Norm overflow, so a mask
+    one position off leaves its statistics as they were."""
+    seen: set[int] = set()
+    frontier = [node]
+    for _ in range(_FILL_LOOKBACK):
+        nxt: list[Node] = []
+        for n in frontier:
+            for x in n.inputs:
+                if _mask_fill(x):
+                    return x
+                made = x.producer
+                if made is not None and made.node is not None and id(made.node) not in seen:
+                    seen.add(id(made.node))
+                    nxt.append(made.node)
+        frontier = nxt
+    return None
+
+
+def _mask_fill(t: Tensor) -> bool:
+    d = t.row.__dict__  # statistics rows are sparse (DumpRow.__getattr__)
+    lows = [(d.get(f"{side}_stats") or {}).get("Min") for side in ("golden", "target")]
+    return all(isinstance(v, float) and (v == -math.inf or -v in budgets.FLOAT_TYPE_LIMITS) for v in lows)
+
+
+def _stat(t: Tensor, side: str) -> str:
+    v = (t.row.__dict__.get(f"{side}_stats") or {}).get("Min")
+    return "-inf" if v == -math.inf else f"{v:.6g}"
 
 
 def _unseen_inputs(node: Node) -> list[str]:

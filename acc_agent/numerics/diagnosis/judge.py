@@ -82,6 +82,10 @@ ADDITIVE = frozenset({"add", "radd", "iadd", "sub", "rsub", "isub"})
 #: Products: |a_t b_t - a_g b_g| <= |a_t - a_g| |b_t| + |a_g| |b_t - b_g| element by element, so the output's L2 error
 #: is at most each input's L2 error times the other's largest magnitude (a gate multiplied in, an attention mask).
 PRODUCT = frozenset({"mul", "rmul", "imul", "multiply"})
+#: Powers, roots, exponentials and logarithms: each element's relative change is scaled by the exponent (or the value),
+#: so the output's Norm follows the input's largest elements, not its Norm.
+POWER_LIKE = frozenset({"pow", "__pow__", "square", "rsqrt", "sqrt", "reciprocal", "exp", "exp2", "expm1", "log", "log2",
+                        "log10", "log1p"})
 #: Roundings of the output an elementwise kernel adds on each side: it computes in a wider type and rounds
 #: once (an L2 error of at most one unit roundoff of the output's norm; uniform rounding gives about 0.6 of it).
 ELEMENTWISE_ROUNDINGS = 1.0
@@ -302,6 +306,11 @@ def _flow_excess(t: Tensor, err: float, upstream: float, graph: Graph) -> float:
     norm_err = t.m.norm_err
     if excess <= 1.0 and norm_err is not None and inputs:
         ins = [x.m.norm_err for x in inputs if x.m.norm_err is not None]
+        if ins and node is not None and _op_name(node) in POWER_LIKE:
+            # x ** p moves each element by p times its relative change, and the norm of x ** 2 is set by the largest
+            # elements: an input whose Max moved 3.8 % while its Norm moved 0.3 % (one row of an attention output
+            # changed) gives an x ** 2 whose Norm moves 4.6 %. Its input's error, not its Norm's, bounds it
+            ins.append(incoming)
         if ins and t.direction == "backward":
             # a backward call also reads the forward activations it saved, which its recorded inputs (the
             # incoming gradients) do not show, and its cancelling differences (softmax, norm layers) turn their
