@@ -54,4 +54,6 @@ def test_a_softmax_whose_probabilities_do_not_sum_to_one_is_named() -> None:
     assert (out.verdict, diagnosis.category, fd.module, fd.direction) == \
         ("fail", "operator_fault", "Functional.softmax.0.forward", "forward"), diagnosis.explanation
     assert "holds probabilities that sum to one along the softmax axis (Mean 0.166667 expected)" in fd.reason
+    # the scores hold the -inf fill, but no mask explains a softmax whose rows do not sum to one: no caveat about it
+    assert "holds a mask fill" not in diagnosis.explanation
     assert untranslated([fd.reason, diagnosis.explanation]) == []

@@ -574,8 +574,10 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
                         "no Mean/Norm in this statistics dump (msprobe writes only Max/Min for integer and bool "
                         "tensors), so a difference there cannot be seen: it may be where the fault enters (e.g. a mask "
                         "built one position off, token ids from another tokenizer) rather than the operator itself.")
+    # not after a bound that holds whatever the inputs hold (a softmax's output Mean is one over its axis however the
+    # scores were masked)
     filled = _fill_upstream(node) if f.enters == "operator" and t.m.measure in ("statistics", "md5") and not unseen \
-        else None
+        and not t.strict else None
     if filled is not None:
         explanation += (f" Before it, {filled.name} holds a mask fill on both sides (Min {_stat(filled, 'golden')} on "
                         f"the golden, {_stat(filled, 'target')} on the target), whose Mean and Norm cannot be compared: a "
