@@ -57,3 +57,16 @@ def test_a_softmax_whose_probabilities_do_not_sum_to_one_is_named() -> None:
     # the scores hold the -inf fill, but no mask explains a softmax whose rows do not sum to one: no caveat about it
     assert "holds a mask fill" not in diagnosis.explanation
     assert untranslated([fd.reason, diagnosis.explanation]) == []
+
+
+def test_the_softmax_fault_on_one_rank_is_named_there_without_a_mask_caveat() -> None:
+    """Two ranks joined by an all_reduce, the softmax fault on rank 1 only. The softmax's scores hold the -inf fill,
+    and a caveat that a mask built otherwise cannot be seen there was added; but no mask explains a softmax whose rows
+    do not sum to one."""
+    out = compare_recorded(DATA / "two_ranks_bf16_stats_softmax_sparse")
+    fd, diagnosis = out.first_divergence, out.diagnosis
+    assert fd is not None and diagnosis is not None
+    assert (out.verdict, diagnosis.category, fd.module, fd.rank) == \
+        ("fail", "operator_fault", "Functional.softmax.0.forward", "rank1"), diagnosis.explanation
+    assert "holds probabilities that sum to one along the softmax axis" in fd.reason
+    assert "holds a mask fill" not in diagnosis.explanation
