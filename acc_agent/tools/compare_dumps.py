@@ -265,13 +265,12 @@ def float_type_limits_only(s: ScalarRow) -> bool:
 
     Attention masks are filled with ``torch.finfo(dtype).min`` (Hugging Face models do so): -3.40282e38 in a float32
     run, -3.38953e38 in a bfloat16 one. The same setting, which msprobe's scalar rule flags as a difference."""
+    from acc_agent.numerics.budgets import float_type_limits
     from acc_agent.tools._stat_rows import MSG_MD5, MSG_SCALAR
 
-    if not {MSG_SCALAR} <= set(s.messages) <= {MSG_SCALAR, MSG_MD5}:  # an md5 dump digests the two values too
-        return False
-    from acc_agent.numerics.budgets import float_type_limits
-
-    return float_type_limits(s.golden.value, s.target.value)
+    # an md5 dump digests the two values too
+    return {MSG_SCALAR} <= set(s.messages) <= {MSG_SCALAR, MSG_MD5} and float_type_limits(s.golden.value,
+                                                                                           s.target.value)
 
 
 def _relative_warning_only(row: DumpRow) -> bool:

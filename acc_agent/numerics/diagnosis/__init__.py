@@ -41,6 +41,7 @@ from acc_agent.numerics.diagnosis.graph import (
     build,
     is_integer,
     module_path,
+    other_api_partner,
     split_name,
 )
 from acc_agent.numerics.diagnosis.inputs_only import producer_before
@@ -414,15 +415,6 @@ def _where_it_shows(f: Finding) -> Tensor:
     return f.tensor
 
 
-def _other_api_call(t: Tensor) -> str | None:
-    """The golden call ``t``'s call is paired with, when it is another API (paired by position or as a region)."""
-    golden_name = t.row.__dict__.get("golden_name")
-    if not golden_name or golden_name == t.name:
-        return None
-    key = split_name(golden_name)[0]
-    return key if api_name(key) != api_name(split_name(t.name)[0]) else None
-
-
 def _growth(final: Tensor | None, t: Tensor) -> float | None:
     if final is None or final is t or final.err is None or t.err is None:
         return None
@@ -438,7 +430,7 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     measured = probes.probe(node, golden, target, t.m.dtype) if f.enters == "operator" else None
     if measured is not None:
         difference = measured.statement
-        golden_call = _other_api_call(t)
+        golden_call = other_api_partner(t)
         if golden_call is not None:
             # the target's kernel computes its own API right: the difference is the choice of API
             difference = (f"the target calls {api_name(node.key)} where the golden calls {api_name(golden_call)} "

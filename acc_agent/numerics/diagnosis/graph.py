@@ -410,6 +410,16 @@ def _link(graph: Graph, golden: Dump | None, target: Dump | None,
     return "data" if have_prints else "order"
 
 
+def other_api_partner(t: Tensor) -> str | None:
+    """The golden call ``t``'s call is paired with, when it is another API (``silu`` where the golden calls ``gelu``:
+    paired by position or as a region); None for a partner of the same API."""
+    golden_name = t.row.__dict__.get("golden_name")  # sparse statistics rows (DumpRow.__getattr__)
+    if not golden_name or golden_name == t.name:
+        return None
+    key = split_name(golden_name)[0]
+    return key if api_name(key) != api_name(t.key) else None
+
+
 def _by_order(t: Tensor, outputs: list[Tensor]) -> Tensor | None:
     shape = t.row.golden_shape or t.row.target_shape
     for out in reversed(outputs[-16:]):

@@ -396,11 +396,12 @@ def _measure(row: DumpRow, golden: Dump | None, g_entry: DumpEntry | None, t_ent
     if err is None and g_md5 is not None and t_md5 is not None and same_dtype and not budgets.is_float(dtype):
         return Measured(math.inf, None, "md5", t_bad, g_bad, dtype)  # integer/bool bytes differ: not equal
     if err is None:
-        if row.status == "error" and g_entry is not None and t_entry is not None and (
-                nonfinite_elsewhere(row) or not _same_nonfinite(g_stats, t_stats)
-                and not (g_stats and t_stats and type_limit_fills(g_stats, t_stats))):
-            return Measured(math.inf, None, "tensor" if nonfinite_elsewhere(row) else "statistics", t_bad, g_bad,
-                            dtype)
+        if row.status == "error" and g_entry is not None and t_entry is not None:
+            if nonfinite_elsewhere(row):  # the tensors were read: Inf/NaN at other positions
+                return Measured(math.inf, None, "tensor", t_bad, g_bad, dtype)
+            if not _same_nonfinite(g_stats, t_stats) and not (g_stats and t_stats
+                                                              and type_limit_fills(g_stats, t_stats)):
+                return Measured(math.inf, None, "statistics", t_bad, g_bad, dtype)
         return Measured(None, None, "none", t_bad, g_bad, dtype)
     reordered = False
     if err == 0.0 and g_md5 is not None and t_md5 is not None and same_dtype and _constant(g_stats) \

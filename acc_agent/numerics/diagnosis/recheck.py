@@ -30,7 +30,7 @@ from acc_agent.numerics.diagnosis.backward_recompute import (
     module_pool_residual,
 )
 from acc_agent.numerics.diagnosis.extremes import ACTIVATION_KEY, extremes_excess
-from acc_agent.numerics.diagnosis.graph import api_name, split_name
+from acc_agent.numerics.diagnosis.graph import other_api_partner
 from acc_agent.numerics.diagnosis.judge import golden_norm
 from acc_agent.numerics.diagnosis.measure import numel
 from acc_agent.numerics.diagnosis.sums import (
@@ -43,7 +43,7 @@ from acc_agent.numerics.diagnosis.sums import (
 )
 
 if TYPE_CHECKING:
-    from acc_agent.io.dumps import Dump
+    from acc_agent.io.dumps import Dump, ScalarArg
     from acc_agent.numerics.diagnosis.graph import Graph, Tensor
 
 RECOMPUTE_ROUNDINGS = 2.0
@@ -93,7 +93,7 @@ def _clears(t: Tensor, target: Dump, graph: Graph) -> bool:
     where its saved forward input is positive, and rounding moves inputs near zero across that line (a clean
     fp16 CNN's ReLU backward is 2x beyond what its incoming gradient's error explains). Only an output judged
     by the general rule is cleared; a bound that holds whatever the inputs (``strict``) stands."""
-    if t.strict or not _eligible(t) or _other_api(t):
+    if t.strict or not _eligible(t) or other_api_partner(t) is not None:
         return False
     residual = _residual(t, target, graph)
     if residual is None and t.direction == "backward":
@@ -103,15 +103,6 @@ def _clears(t: Tensor, target: Dump, graph: Graph) -> bool:
         return False
     t.excess = residual / _allowed(t)
     return True
-
-
-def _other_api(t: Tensor) -> bool:
-    """Whether ``t``'s call is paired with a golden call of another API (``silu`` where the golden calls ``gelu``):
-    the target's own kernel re-computed from its inputs gives its output, which says nothing about the golden's."""
-    golden_name = t.row.__dict__.get("golden_name")
-    if not golden_name or golden_name == t.name:
-        return False
-    return api_name(split_name(golden_name)[0]) != api_name(t.key)
 
 
 def _allowed(t: Tensor) -> float:
@@ -150,13 +141,17 @@ def recheck_extremes(tensors: list[Tensor], target: Dump | None = None) -> None:
         if activation(key) is not None:
             found, kind = extremes_excess(t), "extremes"
         elif additive(key) is not None:
-            found, kind = sum_excess(t, {s.name[len(key) + 1:]: s.value for s in scalars.get(key, [])}), "mean_sum"
+            found, kind = sum_excess(t, _arguments(scalars, key)), "mean_sum"
         elif zero_sum(key) is not None:
             found, kind = zero_sum_excess(t), "mean_zero"
         elif softmax(key) is not None:
-            found, kind = softmax_mean_excess(t, {s.name[len(key) + 1:]: s.value for s in scalars.get(key, [])}), \
-                "mean_one"
+            found, kind = softmax_mean_excess(t, _arguments(scalars, key)), "mean_one"
         else:
             continue
         if found is not None and found[0] > 1.0:
             t.excess, t.strict, t.extreme = found[0], kind, found[1:]
+
+
+def _arguments(scalars: dict[str, list[ScalarArg]], key: str) -> dict[str, object]:
+    """The recorded non-tensor arguments of call ``key``, by argument (``input.1``, ``input.dim``)."""
+    return {s.name[len(key) + 1:]: s.value for s in scalars.get(key, [])}

@@ -86,12 +86,7 @@ def softmax_mean_excess(t: Tensor, scalars: dict[str, object]) -> tuple[float, s
     n, length = numel(shape), shape[dim]
     if not n or not length:
         return None
-    expected = 1.0 / length
-    out = t.row.__dict__
-    golden = _mean_off(out.get("golden_stats"), expected, n, out.get("golden_dtype") or t.m.dtype)
-    if golden is None or golden[0] > 1.0:
-        return None  # the golden's own numbers do not keep the identity (a slice masked everywhere is NaN)
-    return _mean_off(out.get("target_stats"), expected, n, t.m.dtype)
+    return _identity_mean(t, 1.0 / length, n)  # a slice masked everywhere is NaN: the golden does not keep it
 
 
 def zero_sum_gradient(key: str) -> str:
@@ -110,11 +105,17 @@ def zero_sum_excess(t: Tensor) -> tuple[float, str, float, float] | None:
     n = numel(t.row.golden_shape or t.row.target_shape)
     if not n:
         return None
-    out = t.row.__dict__
-    golden = _mean_off(out.get("golden_stats"), 0.0, n, out.get("golden_dtype") or t.m.dtype)
+    return _identity_mean(t, 0.0, n)
+
+
+def _identity_mean(t: Tensor, expected: float, n: int) -> tuple[float, str, float, float] | None:
+    """:func:`_mean_off` of the target's recorded Mean, where the golden's own numbers keep the identity (else it is
+    not what this call computes: None)."""
+    out = t.row.__dict__  # sparse statistics rows (DumpRow.__getattr__)
+    golden = _mean_off(out.get("golden_stats"), expected, n, out.get("golden_dtype") or t.m.dtype)
     if golden is None or golden[0] > 1.0:
-        return None  # the golden's own numbers do not keep the identity: not what this call computes
-    return _mean_off(out.get("target_stats"), 0.0, n, t.m.dtype)
+        return None
+    return _mean_off(out.get("target_stats"), expected, n, t.m.dtype)
 
 
 def _mean_off(stats: dict[str, float | None] | None, expected: float, n: int, dtype: str | None
