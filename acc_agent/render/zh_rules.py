@@ -19,6 +19,10 @@ _B = r"(?:[^()]|\((?:[^()]|\([^()]*\))*\))*"
 
 RULES: list[tuple[str, str]] = [
     # an argument a call did not pass, named by the API's default (inside the sentences on arguments below)
+    (r"the default (?P<a>'[^']*'|[^\s,;()]+) \(not passed\) on the golden, (?P<b>'[^']*'|[^\s,;()]+) on the target",
+     "golden 侧为默认值 {a}（未传入），目标侧为 {b}"),
+    (r"(?P<a>'[^']*'|[^\s,;()]+) on the golden, the default (?P<b>'[^']*'|[^\s,;()]+) \(not passed\) on the target",
+     "golden 侧为 {a}，目标侧为默认值 {b}（未传入）"),
     (r"the default (?P<d>'[^']*'|[^\s,;()]+) \(not passed\)", "默认值 {d}（未传入）"),
     # ------------------------------------------------------------------ select_baseline
     (r"complete project log on (?P<device>\w+) with '(?P<metric>[^']+)' \((?P<points>\d+) points, steps "

@@ -95,7 +95,7 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
     # training step's 0-d loss has statistics only in a tensor dump, hence "mixed" too
     rechecking = not use_bench and compared_by in ("tensor", "mixed")
     if rechecking:
-        recheck(in_pass(graph, direction), target, graph)
+        recheck(in_pass(graph, direction), target, graph, golden)
     if not use_bench and compared_by in ("statistics", "md5", "mixed") and direction == "forward":
         recheck_extremes(forward, target)
         if backward and not any(t.beyond for t in forward):
@@ -104,7 +104,7 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
     incomparable = _incomparable_dead_ends(graph)
     fd, diag = _diagnose_pass(graph, direction, golden, target, use_bench, compared_by)
     if direction == "forward" and diag.category == "no_layer_fault" and rechecking and backward:
-        recheck(backward, target, graph)
+        recheck(backward, target, graph, golden)
     if direction == "forward" and diag.category == "no_layer_fault" and any(t.beyond for t in backward):
         fd, diag = _diagnose_pass(graph, "backward", golden, target, use_bench, compared_by)
         diag.explanation = "The forward pass agrees; in the backward pass: " + diag.explanation

@@ -37,6 +37,7 @@ from acc_agent.numerics.diagnosis.probes import (
     as_number,
     axis_ints,
     family,
+    leaky_slope,
     norm_axes,
     pool_window,
     relative_residual,
@@ -147,6 +148,11 @@ def _activation(f: Args, b: Args, name: str) -> _Pair | None:
     elif "relu" in name and "leaky" not in name and "relu6" not in name:
         def slope(v: FloatArray) -> FloatArray:
             return (v > 0).astype(np.float64)
+    elif "leaky_relu" in name:
+        negative = leaky_slope(f)
+
+        def slope(v: FloatArray) -> FloatArray:
+            return np.where(v > 0, 1.0, negative)
     elif "sigmoid" in name and "log" not in name and "hard" not in name:
         def slope(v: FloatArray) -> FloatArray:
             s = 1.0 / (1.0 + np.exp(-v))

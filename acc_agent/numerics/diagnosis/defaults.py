@@ -29,12 +29,45 @@ DEFAULTS: dict[str, dict[str, object]] = {
     "normalize": {"p": 2.0, "dim": 1, "eps": 1e-12}, "cosine_similarity": {"dim": 1, "eps": 1e-8},
     "interpolate": {"mode": "nearest"}, "pad": {"mode": "constant"},
     "embedding": {"scale_grad_by_freq": False, "sparse": False},
+    # x.var(dim) divides by n - 1 unless told otherwise: a hand-written layer norm needs unbiased=False
+    "var": {"unbiased": True}, "std": {"unbiased": True}, "var_mean": {"unbiased": True},
+    "std_mean": {"unbiased": True},
+}
+
+#: The keywords an API also takes by position after its first argument, in order: ``F.leaky_relu(x, 0.2)`` records
+#: the slope as ``input.1``. Only signatures that have one form (``torch.var(x, False)`` may mean ``unbiased``).
+POSITIONAL: dict[str, tuple[str, ...]] = {
+    "gelu": ("approximate",),
+    "leaky_relu": ("negative_slope", "inplace"), "elu": ("alpha", "inplace"), "celu": ("alpha", "inplace"),
+    "softplus": ("beta", "threshold"), "hardtanh": ("min_val", "max_val", "inplace"),
+    "dropout": ("p", "training", "inplace"), "dropout1d": ("p", "training", "inplace"),
+    "dropout2d": ("p", "training", "inplace"), "dropout3d": ("p", "training", "inplace"),
+    "normalize": ("p", "dim", "eps"), "cosine_similarity": ("x2", "dim", "eps"),
+    "layer_norm": ("normalized_shape", "weight", "bias", "eps"), "group_norm": ("num_groups", "weight", "bias", "eps"),
+    "batch_norm": ("running_mean", "running_var", "weight", "bias", "training", "momentum", "eps"),
+    "cross_entropy": ("target", "weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing"),
+    "nll_loss": ("target", "weight", "size_average", "ignore_index", "reduce", "reduction"),
+    "mse_loss": ("target", "size_average", "reduce", "reduction"), "l1_loss": ("target", "size_average", "reduce",
+                                                                             "reduction"),
+    "smooth_l1_loss": ("target", "size_average", "reduce", "reduction", "beta"),
+    "huber_loss": ("target", "reduction", "delta"),
+    "kl_div": ("target", "size_average", "reduce", "reduction", "log_target"),
+    "binary_cross_entropy": ("target", "weight", "size_average", "reduce", "reduction"),
+    "binary_cross_entropy_with_logits": ("target", "weight", "size_average", "reduce", "reduction"),
+    "interpolate": ("size", "scale_factor", "mode"), "pad": ("pad", "mode"),
+    "embedding": ("weight", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse"),
+    "scaled_dot_product_attention": ("key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"),
 }
 
 
 def default_of(api: str, argument: str) -> tuple[bool, object]:
-    """(known, value): the default of ``argument`` (``input.approximate``, or the bare keyword) of ``api``."""
+    """(known, value): the default of ``argument`` (``input.approximate``, ``input.1`` for an argument passed by
+    position, or the bare keyword) of ``api``."""
     name = argument.rsplit(".", 1)[-1]
+    if name.isdigit():
+        names = POSITIONAL.get(api, ())
+        position = int(name)
+        name = names[position - 1] if 1 <= position <= len(names) else name
     table = DEFAULTS.get(api)
     if table is None or name not in table:
         return False, None

@@ -143,6 +143,18 @@ def _hidden_argument(tensors: list[Tensor], golden: Dump | None, target: Dump | 
     return None
 
 
+def setting_differs(t: Tensor, golden: Dump | None, target: Dump | None) -> bool:
+    """Whether the call that made ``t`` was given another setting on the target: a scalar argument that differs
+    materially, or one the target leaves at a default the golden does not use (``F.leaky_relu(x)`` against the
+    golden's slope 0.2). Such a call computes what it was told: re-computing it from the target's own arguments
+    reproduces its output and says nothing about the difference."""
+    node = t.node
+    if node is None:
+        return False
+    scalar = differing_scalar(node.key, golden, target, t)
+    return scalar is not None and (_material(scalar[1], scalar[2]) or _off_default(node.key, *scalar))
+
+
 def _off_default(key: str, argument: str, golden: object, target: object) -> bool:
     """A keyword one run leaves out where the other passes a value the API's default is not (``approximate="tanh"``
     against a GELU called without it): a setting that differs, as much as two values that differ."""
@@ -275,7 +287,7 @@ def _classify(t: Tensor, graph: Graph, golden: Dump | None, target: Dump | None)
     if rearranged is not None:
         return Finding(rearranged, node, "argument", argument=rearranged.arg)
     upstream = _reordering_argument(node, golden, target) or (
-        _moving_call(node) if node.direction == "forward" or graph.forward_bit_identical else None)
+        _moving_call(node, golden, target) if node.direction == "forward" or graph.forward_bit_identical else None)
     if upstream is not None:
         upstream.shows_at = t
         return upstream
@@ -337,8 +349,9 @@ def _reordering_argument(node: Node, golden: Dump | None, target: Dump | None) -
     the same statistics, and the first call that mixes positions (a matmul) is where they first differ.
     When a call on the data path into it, within a few producing calls, took a different argument
     (``permute(0, 2, 1, 3)`` against ``permute(0, 1, 2, 3)``), that argument is where the difference
-    entered. Only statistics-measured outputs are walked: tensor data or md5 would have shown the move."""
-    for out in _upstream(node, lambda o: o.m.measure == "statistics"):
+    entered. Only outputs whose statistics are all that compares them are walked: tensor data or a digest in the
+    same dtype would have shown the move (a digest in another dtype differs whatever the values)."""
+    for out in _upstream(node, lambda o: o.m.measure == "statistics" or _digest_of_another_dtype(o)):
         assert out.node is not None  # _upstream
         scalar = differing_scalar(out.node.key, golden, target, out)
         if scalar is not None:
@@ -358,7 +371,7 @@ def keeps_positions(node: Node) -> bool:
     return len(tensors) == 1 and api_name(node.key).lower().strip("_") in UNARY_ELEMENTWISE
 
 
-def _moving_call(node: Node) -> Finding | None:
+def _moving_call(node: Node, golden: Dump | None, target: Dump | None) -> Finding | None:
     """An earlier call on the way into ``node`` that gets bit-identical inputs and returns the same values
     in other places, in an md5 dump.
 
@@ -373,9 +386,17 @@ def _moving_call(node: Node) -> Finding | None:
     for out in _upstream(node, lambda o: o.m.measure == "md5" and bool(o.err) and _same_extremes(o)):
         if inputs_bit_identical(out):
             assert out.node is not None  # _upstream
+            scalar = differing_scalar(out.node.key, golden, target, out)
+            if scalar is not None:  # the call was told to move them (an einsum's "bkq" for "bqk")
+                return Finding(out, out.node, "argument", argument=scalar[0], scalar=scalar)
             out.strict, out.excess = "moved", math.inf
             return Finding(out, out.node, "operator")
     return None
+
+
+def _digest_of_another_dtype(t: Tensor) -> bool:
+    """An md5-compared tensor whose two digests differ because the dtypes do: only its statistics compare it."""
+    return t.m.measure == "md5" and not t.m.other_bytes and bool(t.err)
 
 
 def _upstream(node: Node, through: Callable[[Tensor], bool]) -> Iterator[Tensor]:

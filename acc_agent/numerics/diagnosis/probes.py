@@ -214,6 +214,8 @@ def _recompute_activation(t: Args, name: str) -> tuple[FloatArray, FloatArray] |
         fn = lambda v: v / (1.0 + np.exp(-v))  # noqa: E731
     elif "relu" in name and "leaky" not in name and "relu6" not in name:
         fn = lambda v: np.maximum(v, 0.0)  # noqa: E731
+    elif "leaky_relu" in name:
+        fn = leaky_relu(t)
     elif "sigmoid" in name and "log" not in name and "hard" not in name:
         fn = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
     elif "tanh" in name and "hard" not in name:
@@ -221,6 +223,22 @@ def _recompute_activation(t: Args, name: str) -> tuple[FloatArray, FloatArray] |
     else:
         return None
     return y, fn(x)
+
+
+def leaky_slope(t: Args) -> float:
+    """The slope a leaky ReLU call applies below zero: its ``negative_slope``, by keyword or as the second argument, or
+    the API's default 0.01 when neither run passed one. NaN for a value that is no number."""
+    v = t.scalar("negative_slope", "1")
+    if v is None:
+        return 0.01
+    slope = as_number(v)
+    return math.nan if slope is None else slope
+
+
+def leaky_relu(t: Args) -> Callable[[FloatArray], FloatArray]:
+    """A leaky ReLU with the slope the call ``t`` used (see :func:`leaky_slope`)."""
+    slope = leaky_slope(t)
+    return lambda v: np.where(v > 0, v, v * slope)
 
 
 def _recompute_norm(t: Args, name: str) -> tuple[FloatArray, FloatArray] | None:
@@ -833,7 +851,9 @@ def _follows(g: Args, t: Args, tol: float, key: str) -> Probe | None:
     fn: Callable[[FloatArray], FloatArray] | None = None
     if "silu" in name or "swish" in name:
         fn = lambda v: v / (1.0 + np.exp(-v))  # noqa: E731
-    elif "relu" in name:
+    elif "leaky_relu" in name:
+        fn = leaky_relu(t)
+    elif "relu" in name and "relu6" not in name:
         fn = lambda v: np.maximum(v, 0.0)  # noqa: E731
     elif "sigmoid" in name:
         fn = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731

@@ -32,6 +32,7 @@ from acc_agent.numerics.diagnosis.backward_recompute import (
 from acc_agent.numerics.diagnosis.extremes import ACTIVATION_KEY, extremes_excess
 from acc_agent.numerics.diagnosis.graph import other_api_partner
 from acc_agent.numerics.diagnosis.judge import golden_norm
+from acc_agent.numerics.diagnosis.localise import setting_differs
 from acc_agent.numerics.diagnosis.measure import numel
 from acc_agent.numerics.diagnosis.sums import (
     ADDITIVE_KEY,
@@ -50,9 +51,9 @@ RECOMPUTE_ROUNDINGS = 2.0
 MAX_RECHECKS = 8
 
 
-def recheck(tensors: list[Tensor], target: Dump | None, graph: Graph) -> None:
+def recheck(tensors: list[Tensor], target: Dump | None, graph: Graph, golden: Dump | None = None) -> None:
     """Mark the low-precision outputs of one pass, before its first one beyond precision, that their inputs
-    do not give."""
+    do not give (``golden``: to tell a call given another setting, which is not cleared)."""
     if target is None:
         return
     checked = 0
@@ -73,7 +74,7 @@ def recheck(tensors: list[Tensor], target: Dump | None, graph: Graph) -> None:
                 t.recomputed = residual
         if any(t.beyond for t in candidates):
             return  # a re-computed call before it is the first divergence now
-        if first_t is None or checked >= MAX_RECHECKS or not _clears(first_t, target, graph):
+        if first_t is None or checked >= MAX_RECHECKS or not _clears(first_t, target, graph, golden):
             return
         checked += 1
         start = first
@@ -86,14 +87,15 @@ def _residual(t: Tensor, target: Dump, graph: Graph) -> float | None:
     return probes.kernel_residual(t.node, target)
 
 
-def _clears(t: Tensor, target: Dump, graph: Graph) -> bool:
+def _clears(t: Tensor, target: Dump, graph: Graph, golden: Dump | None) -> bool:
     """Whether the first output beyond precision is what its call computes from the target's own recorded inputs.
 
     Then the call did its job and the error came in with what it read: a ReLU's backward passes the gradient
     where its saved forward input is positive, and rounding moves inputs near zero across that line (a clean
     fp16 CNN's ReLU backward is 2x beyond what its incoming gradient's error explains). Only an output judged
-    by the general rule is cleared; a bound that holds whatever the inputs (``strict``) stands."""
-    if t.strict or not _eligible(t) or other_api_partner(t) is not None:
+    by the general rule is cleared; a bound that holds whatever the inputs (``strict``) stands, and so does a call
+    given another setting than the golden's (see ``localise.setting_differs``)."""
+    if t.strict or not _eligible(t) or other_api_partner(t) is not None or setting_differs(t, golden, target):
         return False
     residual = _residual(t, target, graph)
     if residual is None and t.direction == "backward":
