@@ -76,7 +76,7 @@ KEPT_WORDS = frozenset([
     "dim", "keepdim", "attention", "padding", "head", "stride", "dilation", "groups", "token", "id", "tokenizer", "embedding",
     "adam", "betas", "top-k", "topk", "argmax", "argmin", "sort",
     "result",  # msprobe's CSV column
-    "reshape", "transpose",
+    "reshape", "transpose", "sum",
 ])
 
 _IDENT = re.compile(r"`[^`]*`|'[^'\s][^']*'|<[^<>]*>|&\w+;|acc-agent [a-z][a-z-]*|npu-smi [a-z]+|(?<![!-~])--?[A-Za-z][\w-]*"

@@ -1045,6 +1045,8 @@ RULES: list[tuple[str, str]] = [
      r"golden side only", "golden 侧将 {key} 的输出置零 {pct}，目标侧没有：只有 golden 侧 dropout 处于激活状态"),
     (r"the target calls (?P<a>\S+) where the golden calls (?P<b>\S+) \((?P<g>\S+)\); ",
      "目标侧调用 {a}，golden 侧在此处调用 {b}（{g}）；"),
+    (r"the target calls (?P<a>\S+) where the golden calls (?P<b>\S+) \((?P<g>[^\s()]+)\)",
+     "目标侧调用 {a}，golden 侧在此处调用 {b}（{g}）"),
     (r"re-computing (?P<key>\S+) in float64 from the target's own recorded inputs gives the target's output \(residual "
      r"(?P<r>[^)]+)\): the operator computes what its inputs say",
      "用目标侧自身记录的输入以 float64 重算 {key}，得到目标侧的输出（残差 {r}）：该算子的计算与其输入相符"),
@@ -1133,6 +1135,13 @@ RULES: list[tuple[str, str]] = [
      "因此差异首先在这里出现。"),
     (r"^on the golden the output of (?P<k>\S+); no call the target dumps before it produced it$",
      "golden 侧由 {k} 输出；目标侧在它之前没有任何已 dump 的调用产生它"),
+    (r"(?P<name>\S+) holds integers, of which msprobe records only Max and Min, and these agree; on the target it is the "
+     r"output of (?P<made>\S+), a call the golden does not make, and (?P<shows>\S+) differs \((?P<t_err>[^()]*)\): the "
+     r"difference enters (?P<node>\S+) through (?P<arg>\S+)",
+     "{name} 为整数张量，msprobe 只记录其 Max 和 Min，两者一致；在目标侧它是 {made} 的输出，golden 侧没有这个调用，而 "
+     "{shows} 不同（{t_err}）：差异经由 {arg} 进入 {node}"),
+    (r"made on the target by (?P<made>\S+), a call the golden does not make; its Max and Min agree, all msprobe records "
+     r"of an integer tensor", "在目标侧由 {made} 生成，golden 侧没有这个调用；其 Max 和 Min 一致，而整数张量 msprobe 只记录这两项"),
     (r"^on the golden the output of (?P<k>\S+), a call the target does not make$",
      "golden 侧由 {k} 输出，而目标侧没有这个调用"),
     (r"The golden computes (?P<arg>\S+) of (?P<op>\S+) with (?P<k>\S+); the target does not make that call: look for a "

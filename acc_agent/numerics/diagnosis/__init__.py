@@ -430,12 +430,15 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
     measured = probes.probe(node, golden, target, t.m.dtype) if f.enters == "operator" else None
     if measured is not None:
         difference = measured.statement
-        golden_call = other_api_partner(t)
-        if golden_call is not None:
-            # the target's kernel computes its own API right: the difference is the choice of API
-            difference = (f"the target calls {api_name(node.key)} where the golden calls {api_name(golden_call)} "
-                          f"({golden_call}); {difference}")
-    if f.enters in ("argument", "between_operators") and f.scalar is None:
+    golden_call = other_api_partner(t) if f.enters == "operator" else None
+    if golden_call is not None:
+        # however right the target's kernel computes its own API, the difference is the choice of API
+        swap = f"the target calls {api_name(node.key)} where the golden calls {api_name(golden_call)} ({golden_call})"
+        difference = f"{swap}; {difference}" if difference else swap
+    if f.target_producer is not None:
+        difference = (f"made on the target by {f.target_producer}, a call the golden does not make; its Max and Min "
+                      "agree, all msprobe records of an integer tensor")
+    elif f.enters in ("argument", "between_operators") and f.scalar is None:
         difference = leaves.describe(t, golden, target)
     elif f.scalar is not None:
         arg, g_val, t_val = f.scalar

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING
 
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis.defaults import default_of
-from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name, fingerprint
+from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name, fingerprint, is_integer
 from acc_agent.numerics.diagnosis.judge import ELEMENTWISE_SLOPE, inputs_bit_identical
 from acc_agent.numerics.diagnosis.measure import entry
 
 if TYPE_CHECKING:
-    from acc_agent.io.dumps import Dump
+    from acc_agent.io.dumps import Dump, DumpEntry
 
 #: A difference this many times beyond precision before the first overflow is its cause, not noise.
 GROSS_BEFORE_OVERFLOW = 10.0
@@ -66,6 +66,8 @@ class Finding:
     #: for a hidden argument: the output of the call's own backward that differs beyond precision while the
     #: gradients it received agree (the gradient shows what the forward output's rounding hides)
     backward_shows: Tensor | None = None
+    #: for an integer input whose statistics agree: the target's call that made it, which the golden does not make
+    target_producer: str | None = None
 
 
 def in_pass(graph: Graph, direction: str) -> list[Tensor]:
@@ -281,6 +283,9 @@ def _classify(t: Tensor, graph: Graph, golden: Dump | None, target: Dump | None)
     scalar = differing_scalar(node.key, golden, target, t)
     if scalar is not None:
         return Finding(t, node, "argument", argument=scalar[0], scalar=scalar)
+    made = _integers_made_by_the_target_only(node, graph, target)
+    if made is not None:
+        return made
     if keeps_positions(node):
         return Finding(t, node, "operator")
     rearranged = _rearranged_weight(node) if (t.err or 0.0) >= budgets.SINGLE_JUMP_ERR else None
@@ -531,17 +536,64 @@ def golden_producer(t: Tensor, golden: Dump | None) -> str | None:
     if golden is None:
         return None
     g_e = golden.by_name.get(t.row.golden_name or t.name)
-    if g_e is None:
+    made = _earlier_output(golden, g_e, fingerprint) if g_e is not None else None
+    return made.module_key if made is not None else None
+
+
+def _earlier_output(dump: Dump, e: DumpEntry, same: Callable[[DumpEntry], tuple[object, ...] | None]
+                    ) -> DumpEntry | None:
+    """The nearest output of another call before entry ``e`` whose ``same`` key is ``e``'s (None: no key)."""
+    key = same(e)
+    if key is None:
         return None
-    fp = fingerprint(g_e)
-    if fp is None:
-        return None
-    entries = golden.entries
-    for i in range(g_e.index - 1, max(g_e.index - PRODUCER_LOOKBACK, 0) - 1, -1):
-        e = entries[i]
-        if e.role == "output" and e.module_key != g_e.module_key and fingerprint(e) == fp:
-            return e.module_key
+    entries = dump.entries
+    for i in range(e.index - 1, max(e.index - PRODUCER_LOOKBACK, 0) - 1, -1):
+        out = entries[i]
+        if out.role == "output" and out.module_key != e.module_key and same(out) == key:
+            return out
     return None
+
+
+def _integers_made_by_the_target_only(node: Node, graph: Graph, target: Dump | None) -> Finding | None:
+    """An integer input of ``node`` that a call only the target makes produced, whose statistics cannot compare it.
+
+    msprobe records only Max and Min of an integer tensor, so labels rolled by one (``(arange(n) + 1) % n``), position
+    ids or indices built otherwise agree in every recorded statistic. When such an input of the first call whose
+    output differs was made on the target by calls the golden does not make, the tensor is where the two runs part:
+    it is named at its first consumer (the first call that takes the same data)."""
+    for x in node.inputs:
+        if x.producer is not None or x.err != 0.0 or x.m.measure != "statistics" or not is_integer(x):
+            continue
+        made = target_only_producer(x, graph, target)
+        if made is None:
+            continue
+        same = [y for y in graph.tensors if y.is_input and y.producer is None and y.node is not None
+                and y.pos < x.pos and y.row.__dict__.get("target_stats") == x.row.__dict__.get("target_stats")
+                and y.row.target_shape == x.row.target_shape and is_integer(y)]
+        first = same[0] if same else x
+        assert first.node is not None
+        return Finding(first, first.node, "argument", argument=first.arg, target_producer=made, shows_at=node.outputs[0]
+                       if first.node is not node and node.outputs else None)
+    return None
+
+
+def target_only_producer(t: Tensor, graph: Graph, target: Dump | None) -> str | None:
+    """The target's call whose output holds the data of input ``t`` (same dtype, shape and statistics) when no
+    compared row pairs it: a call the golden does not make."""
+    t_e = target.by_name.get(t.name) if target is not None else None
+    made = _earlier_output(target, t_e, _same_data) if target is not None and t_e is not None else None
+    if made is None:
+        return None
+    node = graph.by_key.get(made.module_key)
+    return made.module_key if node is None or not any(y.judged for y in node.outputs) else None
+
+
+def _same_data(e: DumpEntry) -> tuple[object, ...] | None:
+    """:func:`graph.fingerprint`, or for an integer tensor (Max and Min only) its dtype, shape, Max and Min."""
+    fp = fingerprint(e)
+    if fp is not None or e.stats.get("Max") is None or e.stats.get("Min") is None:
+        return fp
+    return ("extremes", e.dtype, tuple(e.shape or ()), e.stats.get("Max"), e.stats.get("Min"))
 
 
 def _paired(graph: Graph, golden_key: str) -> bool:
