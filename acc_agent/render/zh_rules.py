@@ -291,7 +291,8 @@ RULES: list[tuple[str, str]] = [
      "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；其张量输入一致，而输出 {out} 不同（{t_err}）"),
     (r"(?P<name>\S+) \((?P<t_what>a parameter or buffer|an index or mask tensor|a tensor no dumped call produced|an "
      r"input|on the golden the output of \S+; no call the target dumps before it produced it|on the golden the output "
-     r"of \S+, a call the target does not make)\) already differs \((?P<t_err>[^;]*); (?P<t_how>" + _B + r")\) while every tensor before it agrees"
+     r"of \S+, a call the target does not make|on the target the output of \S+, a call the golden does not make)\) "
+     r"already differs \((?P<t_err>[^;]*); (?P<t_how>" + _B + r")\) while every tensor before it agrees"
      r"(?P<t_seen>(?: within precision)?(?: \(" + _B + r"\))?): the difference enters (?P<node>\S+) through (?P<arg>\S+)",
      "{name}（{t_what}）已经不同（{t_err}；{t_how}），而其之前的所有张量都一致{t_seen}：差异经由 {arg} 进入 {node}"),
     (r"(?P<name>\S+) \((?P<t_what>a parameter or buffer|an index or mask tensor|a tensor no dumped call produced|an "
@@ -791,6 +792,11 @@ RULES: list[tuple[str, str]] = [
      r"the same computation\); the difference comes in with the argument (?P<a>\S+) of (?P<m>\S+), not from a "
      r"computation\.",
      " 目标侧的 {t} 对应 golden 的 {g}（同一计算的另一种 API）；差异随 {m} 的参数 {a} 进入，而不是来自某个计算。"),
+    (r"The gradient (?P<g>\S+) comes back from the backward of the target's written-out run (?P<span>\S+(?: \.\. \S+)?) "
+     r"\((?P<n>\d+) calls\), which stands for the golden's fused (?P<f>\S+): msprobe records that run's backward only in "
+     r"part, so what it sends back is compared here first, and the run \(its constants above all\) is where to look\.",
+     "梯度 {g} 来自目标侧展开写法的调用序列 {span}（{n} 个调用）的反向，该序列对应 golden 侧融合的 {f}：msprobe 只记录了"
+     "该序列反向的一部分，因此它回传的梯度在这里最先被比较，应检查该序列（尤其是其中的常量）。"),
     (r" (?P<m>\S+) closes the target's written-out run (?P<span>\S+(?: \.\. \S+)?) \((?P<n>\d+) calls?\), which stands "
      r"for the golden's fused (?P<g>\S+): the run as a whole takes its inputs and gives another output, so the fault "
      r"is anywhere in that run\.",
@@ -1144,6 +1150,8 @@ RULES: list[tuple[str, str]] = [
      r"of an integer tensor", "在目标侧由 {made} 生成，golden 侧没有这个调用；其 Max 和 Min 一致，而整数张量 msprobe 只记录这两项"),
     (r"^on the golden the output of (?P<k>\S+), a call the target does not make$",
      "golden 侧由 {k} 输出，而目标侧没有这个调用"),
+    (r"^on the target the output of (?P<k>\S+), a call the golden does not make$",
+     "目标侧由 {k} 输出，而 golden 侧没有这个调用"),
     (r"The golden computes (?P<arg>\S+) of (?P<op>\S+) with (?P<k>\S+); the target does not make that call: look for a "
      r"call the port left out or added there \(a scaling, a normalisation, a residual or a cast\)(?P<t_d>; .+)?\.",
      "golden 用 {k} 计算 {op} 的 {arg}；目标侧没有这个调用：查找迁移时在此处漏掉或多加的调用（缩放、归一化、残差或类型转换）{t_d}。"),

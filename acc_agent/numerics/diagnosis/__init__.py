@@ -435,7 +435,7 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         # however right the target's kernel computes its own API, the difference is the choice of API
         swap = f"the target calls {api_name(node.key)} where the golden calls {api_name(golden_call)} ({golden_call})"
         difference = f"{swap}; {difference}" if difference else swap
-    if f.target_producer is not None:
+    if f.target_producer is not None and t.err == 0.0:
         difference = (f"made on the target by {f.target_producer}, a call the golden does not make; its Max and Min "
                       "agree, all msprobe records of an integer tensor")
     elif f.enters in ("argument", "between_operators") and f.scalar is None:

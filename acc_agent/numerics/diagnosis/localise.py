@@ -276,9 +276,12 @@ def _classify(t: Tensor, graph: Graph, golden: Dump | None, target: Dump | None)
         if t.producer is None:
             container = _container(node) if t.leaf == "other" else None
             made_by = golden_producer(t, golden) if t.leaf == "other" else None
+            # a call only the target makes (the backward of a written-out run that stands for a fused call)
+            target_made = target_only_producer(t, graph, target) if t.leaf == "other" and made_by is None else None
             return Finding(t, node, "between_operators" if container else "argument", argument=t.arg,
                            container=container, golden_producer=made_by,
-                           golden_producer_unpaired=made_by is not None and not _paired(graph, made_by))
+                           golden_producer_unpaired=made_by is not None and not _paired(graph, made_by),
+                           target_producer=target_made)
         return Finding(t, node, "between_operators", argument=t.arg, container=_container(node))
     scalar = differing_scalar(node.key, golden, target, t)
     if scalar is not None:

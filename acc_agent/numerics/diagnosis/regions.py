@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from acc_agent.numerics.diagnosis.explain import value_text
+from acc_agent.numerics.diagnosis.graph import fingerprint
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -30,6 +31,18 @@ def region_context(fd: FirstDivergence | None, diag: Diagnosis, regions: Sequenc
         return
     for region in regions:
         run, golden_keys = _keys(region.get("target_run")), _keys(region.get("golden"))
+        if run and golden_keys and region.get("fused_side") != "target" and _sends_back(fd, run, target):
+            span = f"{run[0]} .. {run[-1]}" if len(run) > 1 else run[0]
+            text = (f" The gradient {fd.name} comes back from the backward of the target's written-out run {span} "
+                    f"({len(run)} calls), which stands for the golden's fused {golden_keys[0]}: msprobe records that "
+                    "run's backward only in part, so what it sends back is compared here first, and the run (its "
+                    "constants above all) is where to look.")
+            t_consts = _constants(target, run)
+            if t_consts:
+                text += (f" Constants of the golden's side: {_constants(golden, golden_keys) or 'none recorded'}; of the "
+                         f"target's: {t_consts}.")
+            diag.explanation += text
+            return
         if not run or not golden_keys or fd.module not in (run[-1], region.get("target")):
             continue
         target_fused = region.get("fused_side") == "target"
@@ -59,6 +72,19 @@ def region_context(fd: FirstDivergence | None, diag: Diagnosis, regions: Sequenc
                                         "that differs is the fault.")
         diag.explanation += text
         return
+
+
+def _sends_back(fd: FirstDivergence, run: Sequence[str], target: Dump) -> bool:
+    """Whether ``fd`` is a gradient no dumped call produced, entering the backward of a call whose forward output the
+    written-out ``run`` takes (a key projection read by the run's einsum): the run's backward sent it."""
+    module = fd.module or ""
+    if fd.direction != "backward" or fd.enters_through != "argument" or not module.endswith(".backward"):
+        return False
+    forward = module[: -len(".backward")] + ".forward"
+    made = {fingerprint(e) for e in target.entries if e.module_key == forward and e.role == "output"} - {None}
+    calls = set(run)
+    return bool(made) and any(e.role == "input" and e.module_key in calls and fingerprint(e) in made
+                              for e in target.entries)
 
 
 def _keys(value: object) -> list[str]:
