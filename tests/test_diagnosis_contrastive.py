@@ -43,3 +43,19 @@ def test_the_clean_run_passes() -> None:
     out = compare_recorded(DATA / "fp16_stats_clean")
     assert out.diagnosis is not None
     assert (out.verdict, out.diagnosis.category) == ("pass", "no_layer_fault"), out.diagnosis.explanation
+
+
+def test_a_forward_pass_that_goes_on_on_one_side_is_said_to() -> None:
+    """Every forward tensor both runs record agrees; the golden's loss has a second term the target leaves out, so
+    the backward starts from another gradient. That was read as calls "before" the first backward tensor with advice
+    about eval-mode fast paths; it is the end of one run's forward pass."""
+    out = compare_recorded(DATA / "fp32_stats_one_sided_loss")
+    fd, diagnosis = out.first_divergence, out.diagnosis
+    assert fd is not None and diagnosis is not None
+    assert (diagnosis.category, fd.name, fd.direction) == \
+        ("layer_mismatch", "Functional.cross_entropy.0.backward.input.0", "backward"), diagnosis.explanation
+    assert ("the golden's forward pass goes on after Functional.cross_entropy.0.forward, the last forward call both "
+            "runs record, with 4 calls the target does not make (Tensor.t.1.forward .. Tensor.__truediv__.0.forward)"
+            ) in fd.reason
+    assert diagnosis.details["forward_ends_after"] == "Functional.cross_entropy.0.forward"
+    assert untranslated([fd.reason, diagnosis.explanation, *diagnosis.next_actions]) == []

@@ -766,6 +766,20 @@ RULES: list[tuple[str, str]] = [
      "两侧都记录的第一个张量 {name} 已经不同（{t_err}），但{t_unpaired}。因此它是未参与对比的调用算出的结果，未必是两侧输入的数据不同："
      "两侧执行的是不同的代码。在评估模式（model.eval()）或 torch.no_grad() 下，nn.TransformerEncoderLayer 和 nn.MultiheadAttention "
      "走 msprobe 不记录的融合快速路径；一侧融合或改名的层也会留下未配对的调用。"),
+    (r"the (?P<side>golden|target)'s forward pass goes on after (?P<last>\S+), the last forward call both runs record, "
+     r"with (?P<n>\d+) calls? the (?:golden|target) does not make \((?P<span>\S+(?: \.\. \S+)?)\), so the backward pass "
+     r"starts from another gradient", "{side} 侧的前向在两侧都记录的最后一个前向调用 {last} 之后还有 {n} 个另一侧没有的调用"
+     "（{span}），因此反向从不同的梯度开始"),
+    (r"Every forward tensor both runs record agrees, but the (?P<side>golden|target) ends its forward pass with "
+     r"(?P<n>\d+) more calls? after (?P<last>\S+) \((?P<span>\S+(?: \.\. \S+)?)\): the two runs compute another result "
+     r"there \(a loss with another term, a head one side leaves out\)\. The backward pass starts from that result's "
+     r"gradient, so the first tensor both runs record there, (?P<name>\S+), already differs \((?P<t_err>[^()]*)\)\.",
+     "两侧都记录的前向张量全部一致，但 {side} 侧在 {last} 之后还以 {n} 个调用结束前向（{span}）：两侧在此计算的结果不同"
+     "（损失多了一项，或一侧少了一个输出头）。反向从该结果的梯度开始，因此反向中两侧都记录的第一个张量 {name} 已经不同（{t_err}）。"),
+    (r"Make both runs end the forward pass the same way: the (?P<side>golden|target)'s computes (?P<span>\S+(?: \.\. "
+     r"\S+)?) after (?P<last>\S+)\.", "让两侧以相同的方式结束前向：{side} 侧在 {last} 之后还计算了 {span}。"),
+    (r"Then dump and compare again: the backward pass is compared once both start from the same result\.",
+     "然后重新 dump 并比对：两侧从同一结果开始后，反向才可比较。"),
     (r"^the first tensor both runs record already differs, but (?P<t_unpaired>.+): what those calls computed was not "
      r"compared$", "两侧都记录的第一个张量已经不同，但{t_unpaired}：这些调用的计算结果未参与对比"),
     (r"the target records (?P<n>\d+) calls? before it that the golden does not \(first: (?P<call>[^()]+)\)",

@@ -66,7 +66,7 @@ from acc_agent.numerics.diagnosis.selection import (
 )
 from acc_agent.numerics.diagnosis.shared_setting import same_kind_growth, starts_in_float32_call
 from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
-from acc_agent.numerics.diagnosis.unpaired import unpaired_before, unpaired_calls
+from acc_agent.numerics.diagnosis.unpaired import forward_tail, unpaired_before, unpaired_calls
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -317,7 +317,8 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
     if finding.enters == "data_input":
         target_calls, golden_calls = unpaired_before(finding.tensor, graph, golden, target)
         if target_calls or golden_calls:
-            return unpaired_calls(finding.tensor, target_calls, golden_calls, base)
+            tail = forward_tail(graph, golden, target, target_calls, golden_calls)
+            return unpaired_calls(finding.tensor, target_calls, golden_calls, base, tail)
         return _input_mismatch(finding, golden, target, base)
     check = choice_check(finding, golden, target)
     chosen = precision_selection(finding, graph, direction, check)

@@ -37,6 +37,32 @@ def unpaired_before(t: Tensor, graph: Graph, golden: Dump | None, target: Dump |
             _before(golden, g_entry.index if g_entry is not None else 0, paired_golden))
 
 
+def forward_tail(graph: Graph, golden: Dump | None, target: Dump | None, target_calls: list[str],
+                 golden_calls: list[str]) -> tuple[str, list[str], str] | None:
+    """(side, its unpaired calls, the last forward call both runs record) when every call one run records and the
+    other does not comes after the last forward call both record: that run ends its forward pass with more calls (a
+    loss with another term, a head the other leaves out). None otherwise."""
+    for side, dump, calls in (("golden", golden, golden_calls), ("target", target, target_calls)):
+        other_calls = target_calls if side == "golden" else golden_calls
+        if dump is None or not calls or other_calls:
+            continue
+        first_of: dict[str, int] = {}
+        for entry in dump.entries:
+            first_of.setdefault(entry.module_key, entry.index)
+        paired = [t for t in graph.tensors if t.direction == "forward" and t.node is not None]
+        if not paired:
+            return None
+        if side == "golden":
+            keys = [e.module_key for t in paired
+                    if (e := dump.by_name.get(t.row.__dict__.get("golden_name") or t.name)) is not None]
+        else:
+            keys = [t.key for t in paired]
+        last = max(keys, key=lambda k: first_of.get(k, -1), default=None)
+        if last is not None and all(first_of.get(c, -1) > first_of.get(last, -1) for c in calls):
+            return side, calls, last
+    return None
+
+
 def _before(dump: Dump, index: int, paired: set[str]) -> list[str]:
     calls: dict[str, None] = {}
     for e in dump.entries[:index]:
@@ -46,9 +72,12 @@ def _before(dump: Dump, index: int, paired: set[str]) -> list[str]:
     return list(calls)
 
 
-def unpaired_calls(t: Tensor, target_calls: list[str], golden_calls: list[str], base: explain.JudgementFields
-                   ) -> tuple[FirstDivergence, Diagnosis]:
-    """The first paired tensor differs after calls only one run recorded (see the module docstring)."""
+def unpaired_calls(t: Tensor, target_calls: list[str], golden_calls: list[str], base: explain.JudgementFields,
+                   tail: tuple[str, list[str], str] | None = None) -> tuple[FirstDivergence, Diagnosis]:
+    """The first paired tensor differs after calls only one run recorded (see the module docstring); ``tail``: they
+    all end one run's forward pass (see :func:`forward_tail`)."""
+    if tail is not None and t.direction == "backward":
+        return _longer_forward(t, target_calls, golden_calls, base, tail)
     unpaired = "; ".join(f"the {side} records {len(calls)} call{'s' * (len(calls) > 1)} before it that the {other} "
                          f"does not (first: {calls[0]})"
                          for side, other, calls in (("target", "golden", target_calls), ("golden", "target", golden_calls))
@@ -70,4 +99,31 @@ def unpaired_calls(t: Tensor, target_calls: list[str], golden_calls: list[str], 
                       "Only once the calls before it pair, check the input data itself (preprocessing, tokenizer)."],
         details={"first_paired": t.name, "unpaired_target_calls_before": target_calls[:_LISTED],
                  "unpaired_golden_calls_before": golden_calls[:_LISTED]},
+        **base)
+
+
+def _longer_forward(t: Tensor, target_calls: list[str], golden_calls: list[str], base: explain.JudgementFields,
+                    tail: tuple[str, list[str], str]) -> tuple[FirstDivergence, Diagnosis]:
+    """One run's forward pass goes on after the last call both record: the backward starts from another gradient."""
+    side, calls, last = tail
+    other = "target" if side == "golden" else "golden"
+    many = len(calls) > 1
+    span = f"{calls[0]} .. {calls[-1]}" if many else calls[0]
+    fd = FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=explain.metrics(t),
+                         reason=(f"the {side}'s forward pass goes on after {last}, the last forward call both runs "
+                                 f"record, with {len(calls)} call{'s' * many} the {other} does not make ({span}), so the "
+                                 "backward pass starts from another gradient"),
+                         direction=t.direction)  # type: ignore[arg-type]
+    explanation = (f"Every forward tensor both runs record agrees, but the {side} ends its forward pass with "
+                   f"{len(calls)} more call{'s' * many} after {last} ({span}): the two runs compute another result "
+                   f"there (a loss with another term, a head one side leaves out). The backward pass starts from that "
+                   f"result's gradient, so the first tensor both runs record there, {t.name}, already differs "
+                   f"({explain.error_text(t)}).")
+    return fd, Diagnosis(
+        category="layer_mismatch", explanation=explanation,
+        next_actions=[f"Make both runs end the forward pass the same way: the {side}'s computes {span} after {last}.",
+                      "Then dump and compare again: the backward pass is compared once both start from the same "
+                      "result."],
+        details={"first_paired": t.name, "unpaired_target_calls_before": target_calls[:_LISTED],
+                 "unpaired_golden_calls_before": golden_calls[:_LISTED], "forward_ends_after": last},
         **base)
