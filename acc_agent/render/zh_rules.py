@@ -766,18 +766,42 @@ RULES: list[tuple[str, str]] = [
      "两侧都记录的第一个张量 {name} 已经不同（{t_err}），但{t_unpaired}。因此它是未参与对比的调用算出的结果，未必是两侧输入的数据不同："
      "两侧执行的是不同的代码。在评估模式（model.eval()）或 torch.no_grad() 下，nn.TransformerEncoderLayer 和 nn.MultiheadAttention "
      "走 msprobe 不记录的融合快速路径；一侧融合或改名的层也会留下未配对的调用。"),
-    (r"the (?P<side>golden|target)'s forward pass goes on after (?P<last>\S+), the last forward call both runs record, "
+    (r" ?The target records (?P<n>\d+) forward calls? during its backward pass \((?P<a>\S+) \.\. (?P<b>\S+)\) that the "
+     r"(?:golden|target) does not: activation checkpointing \(recomputation\) runs them again to rebuild what the "
+     r"backward needs\. They have no partner and were not compared\.",
+     "目标侧在反向中记录了 {n} 个另一侧没有的前向调用（{a} .. {b}）：激活重计算会重新运行它们以重建反向所需的激活值。"
+     "它们没有配对对象，未参与比对。"),
+    (r" ?The golden records (?P<n>\d+) forward calls? during its backward pass \((?P<a>\S+) \.\. (?P<b>\S+)\) that the "
+     r"(?:golden|target) does not: activation checkpointing \(recomputation\) runs them again to rebuild what the "
+     r"backward needs\. They have no partner and were not compared\.",
+     "golden 侧在反向中记录了 {n} 个另一侧没有的前向调用（{a} .. {b}）：激活重计算会重新运行它们以重建反向所需的激活值。"
+     "它们没有配对对象，未参与比对。"),
+    (r"the golden's forward pass goes on after (?P<last>\S+), the last forward call both runs record, "
      r"with (?P<n>\d+) calls? the (?:golden|target) does not make \((?P<span>\S+(?: \.\. \S+)?)\), so the backward pass "
-     r"starts from another gradient", "{side} 侧的前向在两侧都记录的最后一个前向调用 {last} 之后还有 {n} 个另一侧没有的调用"
+     r"starts from another gradient", "golden 侧的前向在两侧都记录的最后一个前向调用 {last} 之后还有 {n} 个另一侧没有的调用"
      "（{span}），因此反向从不同的梯度开始"),
-    (r"Every forward tensor both runs record agrees, but the (?P<side>golden|target) ends its forward pass with "
+    (r"the target's forward pass goes on after (?P<last>\S+), the last forward call both runs record, "
+     r"with (?P<n>\d+) calls? the (?:golden|target) does not make \((?P<span>\S+(?: \.\. \S+)?)\), so the backward pass "
+     r"starts from another gradient", "目标侧的前向在两侧都记录的最后一个前向调用 {last} 之后还有 {n} 个另一侧没有的调用"
+     "（{span}），因此反向从不同的梯度开始"),
+    (r"Every forward tensor both runs record agrees, but the golden ends its forward pass with "
      r"(?P<n>\d+) more calls? after (?P<last>\S+) \((?P<span>\S+(?: \.\. \S+)?)\): the two runs compute another result "
      r"there \(a loss with another term, a head one side leaves out\)\. The backward pass starts from that result's "
      r"gradient, so the first tensor both runs record there, (?P<name>\S+), already differs \((?P<t_err>[^()]*)\)\.",
-     "两侧都记录的前向张量全部一致，但 {side} 侧在 {last} 之后还以 {n} 个调用结束前向（{span}）：两侧在此计算的结果不同"
+     "两侧都记录的前向张量全部一致，但 golden 侧在 {last} 之后还以 {n} 个调用结束前向（{span}）：两侧在此计算的结果不同"
      "（损失多了一项，或一侧少了一个输出头）。反向从该结果的梯度开始，因此反向中两侧都记录的第一个张量 {name} 已经不同（{t_err}）。"),
-    (r"Make both runs end the forward pass the same way: the (?P<side>golden|target)'s computes (?P<span>\S+(?: \.\. "
-     r"\S+)?) after (?P<last>\S+)\.", "让两侧以相同的方式结束前向：{side} 侧在 {last} 之后还计算了 {span}。"),
+    (r"Every forward tensor both runs record agrees, but the target ends its forward pass with "
+     r"(?P<n>\d+) more calls? after (?P<last>\S+) \((?P<span>\S+(?: \.\. \S+)?)\): the two runs compute another result "
+     r"there \(a loss with another term, a head one side leaves out\)\. The backward pass starts from that result's "
+     r"gradient, so the first tensor both runs record there, (?P<name>\S+), already differs \((?P<t_err>[^()]*)\)\.",
+     "两侧都记录的前向张量全部一致，但目标侧在 {last} 之后还以 {n} 个调用结束前向（{span}）：两侧在此计算的结果不同"
+     "（损失多了一项，或一侧少了一个输出头）。反向从该结果的梯度开始，因此反向中两侧都记录的第一个张量 {name} 已经不同（{t_err}）。"),
+    (r"Make both runs end the forward pass the same way: the golden's computes (?P<span>\S+(?: \.\. "
+     r"\S+)?) after (?P<last>\S+)\.", "让两侧以相同的方式结束前向：golden 侧在 {last} 之后还计算了 {span}。"),
+    (r"Then dump and compare again: the backward pass is compared once both start from the same result\.",
+     "然后重新 dump 并比对：两侧从同一结果开始后，反向才可比较。"),
+    (r"Make both runs end the forward pass the same way: the target's computes (?P<span>\S+(?: \.\. "
+     r"\S+)?) after (?P<last>\S+)\.", "让两侧以相同的方式结束前向：目标侧在 {last} 之后还计算了 {span}。"),
     (r"Then dump and compare again: the backward pass is compared once both start from the same result\.",
      "然后重新 dump 并比对：两侧从同一结果开始后，反向才可比较。"),
     (r"^the first tensor both runs record already differs, but (?P<t_unpaired>.+): what those calls computed was not "

@@ -149,6 +149,15 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
                                 "digests a tensor on the CPU in a background thread, after a later in-place write (an "
                                 "all_reduce, add_) may have landed, so such a digest differs from run to run. Not "
                                 "judged.")
+    for side, dump in (("target", target), ("golden", golden)):
+        rerun = recomputed_calls(dump, graph, side)
+        if rerun:
+            other = "golden" if side == "target" else "target"
+            diag.details[f"{side}_recomputed_calls"] = rerun[:12]
+            diag.judgement_note += (f" The {side} records {len(rerun)} forward call{'s' * (len(rerun) > 1)} during its "
+                                    f"backward pass ({rerun[0]} .. {rerun[-1]}) that the {other} does not: activation "
+                                    "checkpointing (recomputation) runs them again to rebuild what the backward needs. "
+                                    "They have no partner and were not compared.")
     if incomparable:
         many = len(incomparable) > 1
         diag.details["other_shapes_not_judged"] = incomparable[:12]
@@ -170,6 +179,32 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         diag.details["cancelled_gradients"] = cancelled
     _set_status(graph, use_bench, fd)
     return fd, diag
+
+
+def recomputed_calls(dump: Dump | None, graph: Graph, side: str) -> list[str]:
+    """Forward calls one side records inside its backward pass that no compared row pairs: what activation
+    checkpointing runs again to rebuild the activations a backward call needs (``torch.utils.checkpoint``, Megatron's
+    recompute). Only a part of the forward pass, with backward calls after it: a second micro-batch runs the whole
+    forward pass again and then its own backward."""
+    if dump is None:
+        return []
+    paired = ({t.key for t in graph.tensors} if side == "target" else
+              {split_name(t.row.__dict__.get("golden_name") or t.name)[0] for t in graph.tensors})
+    before: set[str] = set()
+    found: dict[str, None] = {}
+    backward = resumed = False
+    for e in dump.entries:
+        key = e.module_key
+        if key.endswith(".backward") or ".backward." in key:
+            backward = True
+            resumed = bool(found)
+        elif key.endswith(".forward") or ".forward." in key:
+            if not backward:
+                before.add(key)
+            elif key not in paired:
+                found[key] = None
+                resumed = False
+    return list(found) if found and resumed and len(found) < len(before) else []
 
 
 def _mild(graph: Graph, fd: FirstDivergence | None) -> bool:
