@@ -66,7 +66,13 @@ from acc_agent.numerics.diagnosis.selection import (
 )
 from acc_agent.numerics.diagnosis.shared_setting import same_kind_growth, starts_in_float32_call
 from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
-from acc_agent.numerics.diagnosis.unpaired import forward_tail, unpaired_before, unpaired_calls
+from acc_agent.numerics.diagnosis.unpaired import (
+    forward_tail,
+    paired_calls,
+    recomputed_calls,
+    unpaired_before,
+    unpaired_calls,
+)
 
 if TYPE_CHECKING:
     from acc_agent.io.dumps import Dump
@@ -149,8 +155,8 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
                                 "digests a tensor on the CPU in a background thread, after a later in-place write (an "
                                 "all_reduce, add_) may have landed, so such a digest differs from run to run. Not "
                                 "judged.")
-    for side, dump in (("target", target), ("golden", golden)):
-        rerun = recomputed_calls(dump, graph, side)
+    for side, dump, paired in zip(("target", "golden"), (target, golden), paired_calls(graph, golden), strict=True):
+        rerun = recomputed_calls(dump, paired)
         if rerun:
             other = "golden" if side == "target" else "target"
             diag.details[f"{side}_recomputed_calls"] = rerun[:12]
@@ -179,32 +185,6 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         diag.details["cancelled_gradients"] = cancelled
     _set_status(graph, use_bench, fd)
     return fd, diag
-
-
-def recomputed_calls(dump: Dump | None, graph: Graph, side: str) -> list[str]:
-    """Forward calls one side records inside its backward pass that no compared row pairs: what activation
-    checkpointing runs again to rebuild the activations a backward call needs (``torch.utils.checkpoint``, Megatron's
-    recompute). Only a part of the forward pass, with backward calls after it: a second micro-batch runs the whole
-    forward pass again and then its own backward."""
-    if dump is None:
-        return []
-    paired = ({t.key for t in graph.tensors} if side == "target" else
-              {split_name(t.row.__dict__.get("golden_name") or t.name)[0] for t in graph.tensors})
-    before: set[str] = set()
-    found: dict[str, None] = {}
-    backward = resumed = False
-    for e in dump.entries:
-        key = e.module_key
-        if key.endswith(".backward") or ".backward." in key:
-            backward = True
-            resumed = bool(found)
-        elif key.endswith(".forward") or ".forward." in key:
-            if not backward:
-                before.add(key)
-            elif key not in paired:
-                found[key] = None
-                resumed = False
-    return list(found) if found and resumed and len(found) < len(before) else []
 
 
 def _mild(graph: Graph, fd: FirstDivergence | None) -> bool:
@@ -471,7 +451,7 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         # however right the target's kernel computes its own API, the difference is the choice of API
         swap = f"the target calls {api_name(node.key)} where the golden calls {api_name(golden_call)} ({golden_call})"
         difference = f"{swap}; {difference}" if difference else swap
-    if f.target_producer is not None and t.err == 0.0:
+    if f.integers_made_by_target:
         difference = (f"made on the target by {f.target_producer}, a call the golden does not make; its Max and Min "
                       "agree, all msprobe records of an integer tensor")
     elif f.enters in ("argument", "between_operators") and f.scalar is None:

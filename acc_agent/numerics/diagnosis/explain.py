@@ -213,7 +213,7 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
                     "compute the same thing")
         return (f"argument {arg} of {node.key} is {t_val} on the target but {g_val} on the golden; its tensor "
                 f"inputs agree and its output {t.name} differs ({err})")
-    if f.enters == "argument" and f.target_producer is not None and t.err == 0.0:
+    if f.integers_made_by_target:
         shows = f.shows_at or node.worst_output() or t
         return (f"{t.name} holds integers, of which msprobe records only Max and Min, and these agree; on the target it "
                 f"is the output of {f.target_producer}, a call the golden does not make, and {shows.name} differs "

@@ -26,6 +26,7 @@ import math
 from collections.abc import Sequence
 
 from acc_agent.numerics import budgets
+from acc_agent.numerics.diagnosis.backward_recompute import forward_of
 from acc_agent.numerics.diagnosis.graph import Graph, Node, Tensor, api_name
 from acc_agent.numerics.diagnosis.measure import SUMMARIES, numel
 from acc_agent.numerics.diagnosis.sums import bias_sum_excess
@@ -208,7 +209,7 @@ def routed_gradient_error(t: Tensor, graph: Graph) -> float | None:
     dtype = budgets.canonical_dtype(t.m.dtype)
     if dtype not in budgets.LOW_PRECISION:
         return None
-    forward = graph.by_key.get(node.key[: -len(".backward")] + ".forward")
+    forward = forward_of(node, graph.by_key)
     x = next((i for i in forward.inputs if i.arg == "input.0"), None) if forward is not None else None
     moved = x.err if x is not None and x.err is not None and math.isfinite(x.err) else 0.0
     return math.sqrt(FLIP_SHARE * min(max(moved, budgets.unit_roundoff(dtype)), 1.0))
@@ -292,10 +293,9 @@ def gemm_cancellation(t: Tensor, graph: Graph) -> float | None:
     0.1 % (2.4 % in relative L2 in the tensor dump of the same run)."""
     node = t.node
     other = {"output.0": "input.1", "output.1": "input.0"}.get(t.arg)
-    if node is None or other is None or not node.key.endswith(".backward") \
-            or _op_name(node) not in OPERAND_GEMMS | {"linear"}:
+    if node is None or other is None or _op_name(node) not in OPERAND_GEMMS | {"linear"}:
         return None
-    forward = graph.by_key.get(node.key[: -len(".backward")] + ".forward")
+    forward = forward_of(node, graph.by_key)
     g = next((x for x in node.inputs if x.arg == "input.0"), None)
     b = next((x for x in forward.inputs if x.arg == other), None) if forward is not None else None
     g_norm, b_norm, out_norm = (golden_norm(x) if x is not None else None for x in (g, b, t))

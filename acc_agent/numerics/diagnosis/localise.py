@@ -66,8 +66,13 @@ class Finding:
     #: for a hidden argument: the output of the call's own backward that differs beyond precision while the
     #: gradients it received agree (the gradient shows what the forward output's rounding hides)
     backward_shows: Tensor | None = None
-    #: for an integer input whose statistics agree: the target's call that made it, which the golden does not make
+    #: for an input no compared call produced: the target's call that made it, which the golden does not make
     target_producer: str | None = None
+
+    @property
+    def integers_made_by_target(self) -> bool:
+        """An argument whose statistics agree (integers: Max and Min only) that a call only the target makes produced."""
+        return self.enters == "argument" and self.target_producer is not None and self.tensor.err == 0.0
 
 
 def in_pass(graph: Graph, direction: str) -> list[Tensor]:

@@ -30,11 +30,45 @@ def unpaired_before(t: Tensor, graph: Graph, golden: Dump | None, target: Dump |
         return [], []
     t_entry = target.by_name.get(t.name)
     g_entry = golden.by_name.get(t.row.__dict__.get("golden_name") or t.name)
-    paired_target = {x.key for x in graph.tensors}
-    paired_golden = {e.module_key for x in graph.tensors
-                     if (e := golden.by_name.get(x.row.__dict__.get("golden_name") or x.name)) is not None}
+    paired_target, paired_golden = paired_calls(graph, golden)
     return (_before(target, t_entry.index if t_entry is not None else 0, paired_target),
             _before(golden, g_entry.index if g_entry is not None else 0, paired_golden))
+
+
+def paired_calls(graph: Graph, golden: Dump | None) -> tuple[set[str], set[str]]:
+    """The call keys some compared row pairs: (the target's, the golden's)."""
+    paired_golden = {e.module_key for x in graph.tensors
+                     if (e := golden.by_name.get(x.row.__dict__.get("golden_name") or x.name)) is not None} \
+        if golden is not None else set()
+    return {x.key for x in graph.tensors}, paired_golden
+
+
+def _is_forward(key: str) -> bool:
+    return key.endswith(".forward") or ".forward." in key
+
+
+def recomputed_calls(dump: Dump | None, paired: set[str]) -> list[str]:
+    """Forward calls one side records inside its backward pass that no compared row pairs (``paired``: that side's
+    paired call keys): what activation checkpointing runs again to rebuild the activations a backward call needs
+    (``torch.utils.checkpoint``, Megatron's recompute). Only a part of the forward pass, with backward calls after it:
+    a second micro-batch runs the whole forward pass again and then its own backward."""
+    if dump is None:
+        return []
+    before: set[str] = set()
+    found: dict[str, None] = {}
+    backward = resumed = False
+    for e in dump.entries:
+        key = e.module_key
+        if key.endswith(".backward") or ".backward." in key:
+            backward = True
+            resumed = bool(found)
+        elif _is_forward(key):
+            if not backward:
+                before.add(key)
+            elif key not in paired:
+                found[key] = None
+                resumed = False
+    return list(found) if found and resumed and len(found) < len(before) else []
 
 
 def forward_tail(graph: Graph, golden: Dump | None, target: Dump | None, target_calls: list[str],
@@ -42,22 +76,16 @@ def forward_tail(graph: Graph, golden: Dump | None, target: Dump | None, target_
     """(side, its unpaired calls, the last forward call both runs record) when every call one run records and the
     other does not comes after the last forward call both record: that run ends its forward pass with more calls (a
     loss with another term, a head the other leaves out). None otherwise."""
-    for side, dump, calls in (("golden", golden, golden_calls), ("target", target, target_calls)):
+    paired_target, paired_golden = paired_calls(graph, golden)
+    for side, dump, calls, paired in (("golden", golden, golden_calls, paired_golden),
+                                      ("target", target, target_calls, paired_target)):
         other_calls = target_calls if side == "golden" else golden_calls
         if dump is None or not calls or other_calls:
             continue
         first_of: dict[str, int] = {}
         for entry in dump.entries:
             first_of.setdefault(entry.module_key, entry.index)
-        paired = [t for t in graph.tensors if t.direction == "forward" and t.node is not None]
-        if not paired:
-            return None
-        if side == "golden":
-            keys = [e.module_key for t in paired
-                    if (e := dump.by_name.get(t.row.__dict__.get("golden_name") or t.name)) is not None]
-        else:
-            keys = [t.key for t in paired]
-        last = max(keys, key=lambda k: first_of.get(k, -1), default=None)
+        last = max((k for k in paired if _is_forward(k)), key=lambda k: first_of.get(k, -1), default=None)
         if last is not None and all(first_of.get(c, -1) > first_of.get(last, -1) for c in calls):
             return side, calls, last
     return None
