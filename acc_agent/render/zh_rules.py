@@ -401,6 +401,56 @@ RULES: list[tuple[str, str]] = [
      r"what the output's own (?P<dtype>\S+) rounding explains; ",
      "单点跳变：{node} 没有按其输入计算：用目标侧自己记录的输入和参数以 float64 重算该调用，其输出与重算结果相差 {r}（相对 L2），"
      "是输出自身 {dtype} 舍入所能解释的 {x} 倍；"),
+    # ------------------------------------------------------------------ dumps that record part of a step
+    (r"One localised jump: (?P<node>\S+) returns an output that cannot be compared with the golden's "
+     r"\((?P<t_why>[^()]*)\) while every output recorded before it is within precision \(the dump holds none of its "
+     r"inputs\); ",
+     "单点跳变：{node} 的输出无法与 golden 对比（{t_why}），而在它之前记录的每个输出都在精度范围内（dump 中没有它的任何输入）；"),
+    (r"One localised jump: (?P<node>\S+) returns an output (?P<x>\S+)x beyond precision while every output recorded "
+     r"before it is within precision \(the dump holds none of its inputs\); ",
+     "单点跳变：{node} 的输出超出精度 {x} 倍，而在它之前记录的每个输出都在精度范围内（dump 中没有它的任何输入）；"),
+    (r"(?P<t_err>statistics differ by \S+|relative (?:L2 )?error \S+|md5 differs) = (?P<x>\S+)x the allowed error \(what "
+     r"the error recorded before it and one rounding explain\) while every output recorded before it is within "
+     r"precision \((?P<n>\d+) of them fail msprobe's bar of cosine 0\.99 / MaxAbsErr 1e-3; why each was discounted "
+     r"follows\); the dump holds none of the inputs of (?P<node>\S+)",
+     "{t_err} = 允许误差的 {x} 倍（以在它之前记录的误差加一次舍入所能解释的为准），而在它之前记录的每个输出都在精度范围内"
+     "（其中 {n} 个未达到 msprobe 的标准：余弦 0.99 / MaxAbsErr 1e-3；各自被排除的原因见下文）；dump 中没有 {node} 的任何输入"),
+    (r"(?P<t_err>statistics differ by \S+|relative (?:L2 )?error \S+|md5 differs) = (?P<x>\S+)x the allowed error \(what "
+     r"the error recorded before it and one rounding explain\) while every output recorded before it is within "
+     r"precision; the dump holds none of the inputs of (?P<node>\S+)",
+     "{t_err} = 允许误差的 {x} 倍（以在它之前记录的误差加一次舍入所能解释的为准），而在它之前记录的每个输出都在精度范围内；"
+     "dump 中没有 {node} 的任何输入"),
+    (r"^statistics differ by (?P<e>\S+)$", "统计量相差 {e}"),
+    (r"^relative (?:L2 )?error (?P<e>\S+)$", "相对 L2 误差 {e}"),
+    (r"^md5 differs$", "md5 不同"),
+    (r" ?The dump records no inputs in the (?P<t_pass>forward|backward) pass \(msprobe's data_mode leaves them out\): "
+     r"each output was judged against the largest error recorded before it in the pass, and a difference that enters "
+     r"through an argument \(a weight, a scalar setting\) reads as the call's own\. Dump with data_mode "
+     r"\[\"all\"\] to tell them apart\.",
+     "dump 在{t_pass}中没有记录任何输入（msprobe 的 data_mode 未包含输入）：每个输出都以该方向上在它之前记录的最大误差为准来判断，"
+     "经参数（权重、标量设置）进入的差异会被当作该调用自身的差异。用 data_mode [\"all\"] 重新 dump 即可区分。"),
+    (r"^forward$", "前向"), (r"^backward$", "反向"),
+    (r" ?The dump records no forward pass \(msprobe's data_mode \[\"backward\"\]\): a backward call also reads the "
+     r"tensors its forward call saved, so a difference in the forward pass at or before (?P<fwd>\S+) shows first "
+     r"here\. Dump the forward pass too, to tell a forward difference from a wrong gradient\.",
+     "dump 没有记录前向（msprobe 的 data_mode [\"backward\"]）：反向调用还会读取其前向调用保存的张量，因此前向中在 {fwd} "
+     "处或之前的差异会首先在这里显现。请同时 dump 前向，以区分前向差异和梯度计算错误。"),
+    (r"(?P<name>\S+), which the first calls this dump records take in, already differs \((?P<t_err>" + _B + r")\), and "
+     r"it requires grad on both sides: the network computed it, in calls before the ones this dump records "
+     r"\((?P<node>\S+) is the first to take it\), so it is not data fed in\. The dump holds part of the step only "
+     r"\(msprobe's scope or list leaves the earlier calls out\): the difference enters before that part\.",
+     "{name}（本 dump 最先记录的调用所接收的张量）已经不同（{t_err}），且两侧的 requires_grad 都为 True：它由网络在本 dump 记录的调用之前"
+     "计算得到（{node} 是第一个接收它的调用），并非输入数据。本 dump 只包含该步的一部分（msprobe 的 `scope` 或 `list` 排除了更早的"
+     "调用）：差异在这部分之前就已进入。"),
+    (r"^the first compared tensor already differs, and it requires grad: calls before the recorded part of the step "
+     r"computed it$", "第一个参与对比的张量已经不同，且它的 requires_grad 为 True：由该步中记录部分之前的调用计算得到"),
+    (r"^Dump the calls before (?P<node>\S+) too \(start msprobe's scope earlier, or clear scope and list\), then "
+     r"compare again: the first call whose inputs agree and whose output differs is then named\.$",
+     "把 {node} 之前的调用也 dump 下来（让 msprobe 的 `scope` 更早开始，或清空 `scope` 和 `list`），然后重新对比：届时会指出第一个输入一致"
+     "而输出不同的调用。"),
+    (r"^If both runs were meant to start from the same state here, check what they load before this point \(weights, "
+     r"the batch, the random seed\)\.$",
+     "如果两次运行本应从这里的同一状态开始，请检查此前加载的内容（权重、批数据、随机种子）。"),
     (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output (?P<x>\S+)x beyond precision; ",
      "单点跳变：{node} 的输入一致，输出却超出精度 {x} 倍；"),
     (r"One localised jump: (?P<node>\S+) turns inputs that agree into an output that cannot be compared with the "

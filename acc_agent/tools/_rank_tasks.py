@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ParamSpec, Protocol, TypedDict, TypeVar
 
 from acc_agent.numerics.blas_threads import one_blas_thread
+from acc_agent.tools import spec as _spec  # noqa: F401 - a worker process (Dask) phrases hints as the CLI does
 from acc_agent.tools._dump_rows import PARALLEL_MIN_BYTES, Job, compute_row
 
 if TYPE_CHECKING:

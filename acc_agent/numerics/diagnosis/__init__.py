@@ -55,6 +55,12 @@ from acc_agent.numerics.diagnosis.localise import (
     in_pass,
 )
 from acc_agent.numerics.diagnosis.measure import mixed_precision, numel, shapes_differ
+from acc_agent.numerics.diagnosis.partial_dumps import (
+    before_the_dump,
+    computed_before_the_dump,
+    may_travel_unrecorded,
+    say_what_was_not_recorded,
+)
 from acc_agent.numerics.diagnosis.ranks import combine_ranks
 from acc_agent.numerics.diagnosis.recheck import recheck, recheck_extremes
 from acc_agent.numerics.diagnosis.selection import (
@@ -68,8 +74,7 @@ from acc_agent.numerics.diagnosis.shared_setting import same_kind_growth, starts
 from acc_agent.numerics.diagnosis.sums import zero_sum_gradient
 from acc_agent.numerics.diagnosis.unpaired import (
     forward_tail,
-    paired_calls,
-    recomputed_calls,
+    recomputed_by_side,
     unpaired_before,
     unpaired_calls,
 )
@@ -128,6 +133,7 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
         if diag.category == "no_layer_fault" and judged_backward:
             diag.explanation += (f" The {judged_backward} compared tensors of the backward pass are within "
                                  "precision too.")
+    say_what_was_not_recorded(graph, fd, diag)
     if mixed.loss_scale != 1.0:
         scale = mixed.loss_scale
         diag.details["loss_scale"] = scale
@@ -155,8 +161,7 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
                                 "digests a tensor on the CPU in a background thread, after a later in-place write (an "
                                 "all_reduce, add_) may have landed, so such a digest differs from run to run. Not "
                                 "judged.")
-    for side, dump, paired in zip(("target", "golden"), (target, golden), paired_calls(graph, golden), strict=True):
-        rerun = recomputed_calls(dump, paired)
+    for side, rerun in recomputed_by_side(graph, golden, target):
         if rerun:
             other = "golden" if side == "target" else "target"
             diag.details[f"{side}_recomputed_calls"] = rerun[:12]
@@ -334,6 +339,8 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
         if target_calls or golden_calls:
             tail = forward_tail(graph, golden, target, target_calls, golden_calls)
             return unpaired_calls(finding.tensor, target_calls, golden_calls, base, tail)
+        if computed_before_the_dump(finding, golden, target):
+            return before_the_dump(finding, base)
         return _input_mismatch(finding, golden, target, base)
     check = choice_check(finding, golden, target)
     chosen = precision_selection(finding, graph, direction, check)
@@ -358,7 +365,8 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
         if sensitive is not None and t.strict in (None, "ill_conditioned"):
             return explain.ill_conditioned(t, sensitive, base)
         if t.gross and not gradient and (ends is True or (ends is None and _final_agrees(final) and final is not t
-                                                          and not _carried_on(t, graph))):
+                                                          and not _carried_on(t, graph)
+                                                          and not may_travel_unrecorded(t, graph))):
             transforms = _transforms([t], golden, target, input_side=False)
             return explain.layer_mismatch(t, final, transforms, ends is True, base)
         if not use_bench and not t.gross and not t.strict and _final_agrees(final) and final is not t \
@@ -519,7 +527,9 @@ def _operator_fault(f: Finding, final: Tensor | None, graph: Graph, golden: Dump
         tail = f"how its error travels on to the end of the pass cannot be measured ({final.name} has no error figure)."
     beyond = (f"{explain.fmt(t.excess, '.3g')}x beyond precision" if math.isfinite(t.excess) or t.m.target_nonfinite
               else f"that cannot be compared with the golden's ({explain.incomparable_why(t)})")
-    jump = (f"One localised jump: {node.key} turns inputs that agree into an output {beyond}"
+    jump = ((f"One localised jump: {node.key} turns inputs that agree into an output {beyond}" if node.inputs else
+             f"One localised jump: {node.key} returns an output {beyond} while every output recorded before it is "
+             "within precision (the dump holds none of its inputs)")
             + {"slope": " (an elementwise activation moves each element by at most its largest slope times the "
                         "input's difference, plus one rounding)",
                "sum": " (a sum or difference moves each element by at most its inputs' differences added, plus one "

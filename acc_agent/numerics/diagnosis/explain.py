@@ -292,6 +292,10 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
     if t.err is not None and math.isinf(t.err) and not t.m.target_nonfinite:
         return (f"its output {t.name} cannot be compared with the golden's ({incomparable_why(t)}) while every input "
                 f"of {node.key} is within precision")
+    if not node.inputs:
+        ref = _ref(use_bench) if use_bench else "what the error recorded before it and one rounding explain"
+        return (f"{err} = {fmt(t.excess)}x the allowed error ({ref}) while every output recorded before it is within "
+                f"precision; the dump holds none of the inputs of {node.key}")
     return (f"{err} = {fmt(t.excess)}x the allowed error ({_ref(use_bench)}) while every input of {node.key} is "
             "within precision")
 

@@ -211,6 +211,25 @@ class Graph:
         return all(t.m.err == 0.0 for t in self.tensors if t.direction == "forward" and t.m.err is not None)
 
     @functools.cached_property
+    def passes_with_inputs(self) -> frozenset[str]:
+        """The passes (forward, backward) in which the dump records some call's inputs: msprobe's ``data_mode``
+        ``["output"]`` records none, and then no input can be checked, only the outputs recorded before a call."""
+        return frozenset(t.direction for t in self.tensors if t.is_input)
+
+    @functools.cached_property
+    def recorded_passes(self) -> frozenset[str]:
+        """The passes the dump records any tensor of (``data_mode`` ``["backward"]`` records no forward pass)."""
+        return frozenset(t.direction for t in self.tensors)
+
+    def differs_after_unrecorded_calls(self, t: Tensor) -> bool:
+        """Whether a later input of ``t``'s pass is beyond its dtype's budget and came from calls the dump does not
+        record (no recorded call produced it, and it is no weight, mask or network input): a difference went on
+        through them (msprobe's ``list`` or ``scope`` leaves calls out), so that no recorded call takes ``t`` says
+        nothing about where its data went."""
+        return any(x.pos > t.pos and x.is_input and x.producer is None and x.leaf == "other" and x.gross
+                   and x.direction == t.direction for x in self.tensors)
+
+    @functools.cached_property
     def parameter_gradients(self) -> set[int]:
         """``id``s of the tensors that are gradients of a parameter: the optimizer, not a later call, reads them.
 

@@ -47,6 +47,29 @@ def _is_forward(key: str) -> bool:
     return key.endswith(".forward") or ".forward." in key
 
 
+def recomputed_by_side(graph: Graph, golden: Dump | None, target: Dump | None) -> list[tuple[str, list[str]]]:
+    """(side, :func:`recomputed_calls`) for the target and then the golden; the paired call keys are gathered only
+    where a side records a forward call after a backward one (300k rows of a forward-only dump skip it)."""
+    sides = [(side, dump) for side, dump in (("target", target), ("golden", golden))
+             if dump is not None and _forward_after_backward(dump)]
+    if not sides:
+        return []
+    paired_target, paired_golden = paired_calls(graph, golden)
+    return [(side, recomputed_calls(dump, paired_target if side == "target" else paired_golden))
+            for side, dump in sides]
+
+
+def _forward_after_backward(dump: Dump) -> bool:
+    """Whether some forward call's entry comes after a backward call's (what :func:`recomputed_calls` needs)."""
+    backward = False
+    for e in dump.entries:
+        if not backward:
+            backward = ".backward" in e.module_key
+        elif ".forward" in e.module_key:
+            return True
+    return False
+
+
 def recomputed_calls(dump: Dump | None, paired: set[str]) -> list[str]:
     """Forward calls one side records inside its backward pass that no compared row pairs (``paired``: that side's
     paired call keys): what activation checkpointing runs again to rebuild the activations a backward call needs
