@@ -90,3 +90,28 @@ def test_a_fault_inside_the_scope_is_named_at_its_argument() -> None:
     assert fd is not None and diagnosis is not None
     assert (diagnosis.category, fd.module, fd.argument) == ("operator_fault", "Torch.einsum.0.forward", "input.0")
     assert "computed_before_the_dump" not in diagnosis.details
+
+
+def test_a_backward_that_starts_from_another_gradient_is_not_called_a_data_mismatch() -> None:
+    # the block's last residual add is not in the list: every recorded forward tensor agrees, and the gradient the
+    # backward pass starts from already differs
+    out = compare_recorded(DATA / "lmm_fp32_md5_llama_residual_add")
+    fd, diagnosis = out.first_divergence, out.diagnosis
+    assert fd is not None and diagnosis is not None
+    assert (diagnosis.category, fd.name, fd.direction, fd.enters_through) == (
+        "operator_fault", "Functional.linear.6.backward.input.0", "backward", "between_operators")
+    assert "The network input already differs" not in diagnosis.explanation
+    assert ("the calls after the last recorded forward call (Functional.linear.6.forward) compute another result on "
+            "the two sides") in diagnosis.explanation
+    assert diagnosis.details["last_recorded_forward_call"] == "Functional.linear.6.forward"
+    assert untranslated([diagnosis.explanation, fd.reason, *diagnosis.next_actions]) == []
+
+
+def test_a_list_filtered_api_dump_does_not_call_a_fault_a_norm_layer_hides_a_mismatch() -> None:
+    # float16: the batch norm after the conv (not in the list) takes most of the fault out, so the next conv's input
+    # agrees; with the calls in between unrecorded, that is no evidence that the conv's output went nowhere
+    out = compare_recorded(DATA / "lconv_fp16_stats_cnn_conv_sparse")
+    fd, diagnosis = out.first_divergence, out.diagnosis
+    assert fd is not None and diagnosis is not None
+    assert (diagnosis.category, fd.name) == ("operator_fault", "Functional.conv2d.4.forward.output.0"), \
+        diagnosis.explanation

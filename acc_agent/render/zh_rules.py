@@ -402,6 +402,25 @@ RULES: list[tuple[str, str]] = [
      "单点跳变：{node} 没有按其输入计算：用目标侧自己记录的输入和参数以 float64 重算该调用，其输出与重算结果相差 {r}（相对 L2），"
      "是输出自身 {dtype} 舍入所能解释的 {x} 倍；"),
     # ------------------------------------------------------------------ dumps that record part of a step
+    (r"the gradient the backward pass starts from, (?P<name>\S+), already differs \((?P<t_err>" + _B + r")\), so the runs "
+     r"part ways before any recorded backward call: the calls after the last recorded forward call \((?P<last>\S+)\) "
+     r"compute another result on the two sides: the loss, or calls the dump does not record \(msprobe's list or scope "
+     r"leaves them out\)\.",
+     "反向开始时的梯度 {name} 已经不同（{t_err}），因此两侧在任何记录到的反向调用之前就已分开：最后一个记录到的前向调用（{last}）"
+     "之后的调用在两侧算出了不同的结果：损失函数，或 dump 未记录的调用（msprobe 的 `list` 或 `scope` 排除了它们）。"),
+    (r"the gradient the backward pass starts from, (?P<name>\S+), already differs \((?P<t_err>" + _B + r")\), so the runs "
+     r"part ways before any recorded backward call: the dump records no forward pass \(msprobe's data_mode\): the loss "
+     r"or a forward call computes another result on the two sides\.",
+     "反向开始时的梯度 {name} 已经不同（{t_err}），因此两侧在任何记录到的反向调用之前就已分开：dump 没有记录前向（msprobe 的 "
+     "data_mode）：损失函数或某个前向调用在两侧算出了不同的结果。"),
+    (r"^the gradient the backward pass starts from already differs: what follows the last recorded forward call "
+     r"computes otherwise$", "反向开始时的梯度已经不同：最后一个记录到的前向调用之后的计算在两侧不同"),
+    (r"^Dump the forward pass up to the loss \(clear msprobe's list and scope, data_mode \[\"all\"\]\) and compare "
+     r"again: the first call whose inputs agree and whose output differs is then named\.$",
+     "把前向一直 dump 到损失函数（清空 msprobe 的 `list` 和 `scope`，data_mode [\"all\"]），然后重新对比：届时会指出第一个输入一致"
+     "而输出不同的调用。"),
+    (r"^Compare the loss both runs compute from the same outputs: its reduction, label smoothing, ignored index and "
+     r"any scaling\.$", "对比两侧由相同输出算出的损失：其归约方式（`reduction`）、`label_smoothing`、忽略的索引（`ignore_index`）以及任何缩放。"),
     (r"One localised jump: (?P<node>\S+) returns an output that cannot be compared with the golden's "
      r"\((?P<t_why>[^()]*)\) while every output recorded before it is within precision \(the dump holds none of its "
      r"inputs\); ",

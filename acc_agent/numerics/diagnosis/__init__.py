@@ -56,6 +56,7 @@ from acc_agent.numerics.diagnosis.localise import (
 )
 from acc_agent.numerics.diagnosis.measure import mixed_precision, numel, shapes_differ
 from acc_agent.numerics.diagnosis.partial_dumps import (
+    backward_starts_otherwise,
     before_the_dump,
     computed_before_the_dump,
     may_travel_unrecorded,
@@ -339,6 +340,8 @@ def _diagnose_pass(graph: Graph, direction: str, golden: Dump | None, target: Du
         if target_calls or golden_calls:
             tail = forward_tail(graph, golden, target, target_calls, golden_calls)
             return unpaired_calls(finding.tensor, target_calls, golden_calls, base, tail)
+        if finding.tensor.direction == "backward":
+            return backward_starts_otherwise(finding, graph, base)
         if computed_before_the_dump(finding, golden, target):
             return before_the_dump(finding, base)
         return _input_mismatch(finding, golden, target, base)

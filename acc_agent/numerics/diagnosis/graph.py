@@ -221,13 +221,15 @@ class Graph:
         """The passes the dump records any tensor of (``data_mode`` ``["backward"]`` records no forward pass)."""
         return frozenset(t.direction for t in self.tensors)
 
-    def differs_after_unrecorded_calls(self, t: Tensor) -> bool:
-        """Whether a later input of ``t``'s pass is beyond its dtype's budget and came from calls the dump does not
-        record (no recorded call produced it, and it is no weight, mask or network input): a difference went on
-        through them (msprobe's ``list`` or ``scope`` leaves calls out), so that no recorded call takes ``t`` says
-        nothing about where its data went."""
-        return any(x.pos > t.pos and x.is_input and x.producer is None and x.leaf == "other" and x.gross
-                   and x.direction == t.direction for x in self.tensors)
+    def after_unrecorded_calls(self, t: Tensor) -> bool:
+        """Whether a later input of ``t``'s pass came from calls the dump does not record (no recorded call produced
+        it, and it is no weight, mask or network input), and either an API call takes it (an API dump records the
+        calls in between unless msprobe's ``list`` or ``scope`` leaves them out) or it is beyond its dtype's budget
+        (a difference went on through them): then that no recorded call takes ``t`` says nothing about where its
+        data went. Between the modules of an L0 dump, unrecorded calls are the rule: only a difference counts."""
+        return any(x.pos > t.pos and x.is_input and x.producer is None and x.leaf == "other"
+                   and x.direction == t.direction and (x.gross or (x.node is not None and not x.node.is_module))
+                   for x in self.tensors)
 
     @functools.cached_property
     def parameter_gradients(self) -> set[int]:

@@ -26,9 +26,10 @@ if TYPE_CHECKING:
 
 def may_travel_unrecorded(t: Tensor, graph: Graph) -> bool:
     """Whether ``t``'s data may go on through calls the dump does not record: its pass records no inputs at all
-    (``data_mode`` ``["output"]``), or a later input that unrecorded calls made differs (``list``/``scope``). Then
-    that no recorded call takes it, and a final loss that averages it away, do not make it a comparison mismatch."""
-    return t.direction not in graph.passes_with_inputs or graph.differs_after_unrecorded_calls(t)
+    (``data_mode`` ``["output"]``), or later inputs come from unrecorded calls (``list``/``scope``, see
+    ``Graph.after_unrecorded_calls``). Then that no recorded call takes it, and a final loss that averages it away,
+    do not make it a comparison mismatch."""
+    return t.direction not in graph.passes_with_inputs or graph.after_unrecorded_calls(t)
 
 
 def say_what_was_not_recorded(graph: Graph, fd: FirstDivergence | None, diag: Diagnosis) -> None:
@@ -86,3 +87,30 @@ def before_the_dump(f: Finding, base: explain.JudgementFields) -> tuple[FirstDiv
             "(weights, the batch, the random seed).",
         ],
         details={"first_input": t.name, "computed_before_the_dump": True}, **base)
+
+
+def backward_starts_otherwise(f: Finding, graph: Graph, base: explain.JudgementFields
+                              ) -> tuple[FirstDivergence, Diagnosis]:
+    """The first recorded input of the backward pass (the gradient it starts from) differs: not data the runs were fed,
+    but the result of what follows the last recorded forward call (the loss, or calls the dump leaves out)."""
+    t = f.tensor
+    last = next((n.key for n in reversed(graph.nodes) if n.direction == "forward" and n.computing), None)
+    where = (f"the calls after the last recorded forward call ({last}) compute another result on the two sides: the "
+             "loss, or calls the dump does not record (msprobe's list or scope leaves them out)" if last is not None
+             else "the dump records no forward pass (msprobe's data_mode): the loss or a forward call computes "
+                  "another result on the two sides")
+    fd = FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=explain.metrics(t),
+                         reason="the gradient the backward pass starts from already differs: what follows the last "
+                                "recorded forward call computes otherwise",
+                         direction="backward", argument=t.arg, enters_through="between_operators")
+    explanation = (f"the gradient the backward pass starts from, {t.name}, already differs "
+                   f"({explain.error_text(t)}), so the runs part ways before any recorded backward call: {where}.")
+    return fd, Diagnosis(
+        category="operator_fault", explanation=explanation,
+        next_actions=[
+            "Dump the forward pass up to the loss (clear msprobe's list and scope, data_mode [\"all\"]) and compare "
+            "again: the first call whose inputs agree and whose output differs is then named.",
+            "Compare the loss both runs compute from the same outputs: its reduction, label smoothing, ignored index "
+            "and any scaling.",
+        ],
+        details={"first_input": t.name, "last_recorded_forward_call": last}, **base)
