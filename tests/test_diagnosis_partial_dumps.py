@@ -115,3 +115,14 @@ def test_a_list_filtered_api_dump_does_not_call_a_fault_a_norm_layer_hides_a_mis
     assert fd is not None and diagnosis is not None
     assert (diagnosis.category, fd.name) == ("operator_fault", "Functional.conv2d.4.forward.output.0"), \
         diagnosis.explanation
+
+
+def test_a_pass_one_side_does_not_record_is_said_to_be_uncompared() -> None:
+    out = compare_recorded(DATA / "allfwd_fp32_stats_clean")
+    diagnosis = out.diagnosis
+    assert diagnosis is not None
+    assert (out.verdict, diagnosis.category) == ("pass", "no_layer_fault")
+    assert ("The golden records the backward pass (51 tensors) and the target does not (msprobe's data_mode leaves it "
+            "out there): the backward pass was not compared.") in diagnosis.explanation
+    assert diagnosis.details["backward_recorded_by"] == "golden"
+    assert untranslated([diagnosis.explanation]) == []

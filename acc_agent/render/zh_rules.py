@@ -402,6 +402,12 @@ RULES: list[tuple[str, str]] = [
      "单点跳变：{node} 没有按其输入计算：用目标侧自己记录的输入和参数以 float64 重算该调用，其输出与重算结果相差 {r}（相对 L2），"
      "是输出自身 {dtype} 舍入所能解释的 {x} 倍；"),
     # ------------------------------------------------------------------ dumps that record part of a step
+    (r" ?The golden records the (?P<t_pass>forward|backward) pass \((?P<n>\d+) tensors\) and the target does not "
+     r"\(msprobe's data_mode leaves it out there\): the (?:forward|backward) pass was not compared\.",
+     "golden 侧记录了{t_pass}（{n} 个张量），目标侧没有（目标侧 msprobe 的 data_mode 未包含它）：{t_pass}未参与对比。"),
+    (r" ?The target records the (?P<t_pass>forward|backward) pass \((?P<n>\d+) tensors\) and the golden does not "
+     r"\(msprobe's data_mode leaves it out there\): the (?:forward|backward) pass was not compared\.",
+     "目标侧记录了{t_pass}（{n} 个张量），golden 侧没有（golden 侧 msprobe 的 data_mode 未包含它）：{t_pass}未参与对比。"),
     (r"the gradient the backward pass starts from, (?P<name>\S+), already differs \((?P<t_err>" + _B + r")\), so the runs "
      r"part ways before any recorded backward call: the calls after the last recorded forward call \((?P<last>\S+)\) "
      r"compute another result on the two sides: the loss, or calls the dump does not record \(msprobe's list or scope "

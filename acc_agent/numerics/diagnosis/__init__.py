@@ -61,6 +61,7 @@ from acc_agent.numerics.diagnosis.partial_dumps import (
     computed_before_the_dump,
     may_travel_unrecorded,
     say_what_was_not_recorded,
+    say_which_pass_one_side_lacks,
 )
 from acc_agent.numerics.diagnosis.ranks import combine_ranks
 from acc_agent.numerics.diagnosis.recheck import recheck, recheck_extremes
@@ -135,6 +136,7 @@ def diagnose(rows: list[DumpRow], golden: Dump | None, target: Dump | None, benc
             diag.explanation += (f" The {judged_backward} compared tensors of the backward pass are within "
                                  "precision too.")
     say_what_was_not_recorded(graph, fd, diag)
+    say_which_pass_one_side_lacks(graph, golden, target, diag)
     if mixed.loss_scale != 1.0:
         scale = mixed.loss_scale
         diag.details["loss_scale"] = scale

@@ -114,3 +114,26 @@ def backward_starts_otherwise(f: Finding, graph: Graph, base: explain.JudgementF
             "and any scaling.",
         ],
         details={"first_input": t.name, "last_recorded_forward_call": last}, **base)
+
+
+def say_which_pass_one_side_lacks(graph: Graph, golden: Dump | None, target: Dump | None, diag: Diagnosis) -> None:
+    """Say so when one run records a pass the other does not (``data_mode: ["forward"]`` on one side only): none of its
+    tensors has a partner, so a verdict on the rest says nothing about it."""
+    for direction in ("forward", "backward"):
+        if direction in graph.recorded_passes:
+            continue
+        counts = {side: _entries_in_pass(dump, direction) for side, dump in (("golden", golden), ("target", target))}
+        for side, other in (("golden", "target"), ("target", "golden")):
+            if counts[side] and not counts[other]:
+                diag.explanation += (f" The {side} records the {direction} pass ({counts[side]} tensors) and the "
+                                     f"{other} does not (msprobe's data_mode leaves it out there): the {direction} "
+                                     "pass was not compared.")
+                diag.details[f"{direction}_recorded_by"] = side
+
+
+def _entries_in_pass(dump: Dump | None, direction: str) -> int:
+    if dump is None:
+        return 0
+    marker = f".{direction}"
+    return sum(1 for e in dump.entries if marker in e.module_key or (direction == "backward"
+                                                                        and ".parameters_grad" in e.module_key))
