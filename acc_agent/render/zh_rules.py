@@ -402,6 +402,9 @@ RULES: list[tuple[str, str]] = [
      "单点跳变：{node} 没有按其输入计算：用目标侧自己记录的输入和参数以 float64 重算该调用，其输出与重算结果相差 {r}（相对 L2），"
      "是输出自身 {dtype} 舍入所能解释的 {x} 倍；"),
     # ------------------------------------------------------------------ dumps that record part of a step
+    (r"its output (?P<name>\S+) cannot be compared with the golden's \((?P<t_why>[^()]*)\) while every output recorded "
+     r"before it is within precision; the dump holds none of the inputs of (?P<node>\S+)",
+     "其输出 {name} 无法与 golden 对比（{t_why}），而在它之前记录的每个输出都在精度范围内；dump 中没有 {node} 的任何输入"),
     (r" ?The golden records the (?P<t_pass>forward|backward) pass \((?P<n>\d+) tensors\) and the target does not "
      r"\(msprobe's data_mode leaves it out there\): the (?:forward|backward) pass was not compared\.",
      "golden 侧记录了{t_pass}（{n} 个张量），目标侧没有（目标侧 msprobe 的 data_mode 未包含它）：{t_pass}未参与对比。"),

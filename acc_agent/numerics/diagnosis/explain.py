@@ -290,8 +290,9 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
         return (f"every input of {node.key} is bit-identical to the golden's (equal md5) while its output {t.name} holds, "
                 "most likely, the same values in other places (md5 differs, Max/Min/Mean/Norm equal)")
     if t.err is not None and math.isinf(t.err) and not t.m.target_nonfinite:
-        return (f"its output {t.name} cannot be compared with the golden's ({incomparable_why(t)}) while every input "
-                f"of {node.key} is within precision")
+        before = (f"every input of {node.key} is within precision" if node.inputs else
+                  f"every output recorded before it is within precision; the dump holds none of the inputs of {node.key}")
+        return f"its output {t.name} cannot be compared with the golden's ({incomparable_why(t)}) while {before}"
     if not node.inputs:
         ref = _ref(use_bench) if use_bench else "what the error recorded before it and one rounding explain"
         return (f"{err} = {fmt(t.excess)}x the allowed error ({ref}) while every output recorded before it is within "
