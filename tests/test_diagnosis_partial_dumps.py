@@ -126,3 +126,22 @@ def test_a_pass_one_side_does_not_record_is_said_to_be_uncompared() -> None:
             "out there): the backward pass was not compared.") in diagnosis.explanation
     assert diagnosis.details["backward_recorded_by"] == "golden"
     assert untranslated([diagnosis.explanation]) == []
+
+
+def test_level_mix_listing_one_module_names_the_gradient_it_gets_back() -> None:
+    # only the attention is recorded; the MLP's SiLU after it is off, so the attention's forward agrees and its backward
+    # starts from another gradient
+    out = compare_recorded(DATA / "mix_lattn_fp32_md5_silu")
+    fd, diagnosis = out.first_divergence, out.diagnosis
+    assert fd is not None and diagnosis is not None
+    assert (diagnosis.category, fd.direction, fd.enters_through) == ("operator_fault", "backward", "between_operators")
+    assert fd.module == "Functional.linear.3.backward"
+    assert "the gradient the backward pass starts from" in diagnosis.explanation
+
+
+def test_level_mix_listing_later_modules_says_the_difference_enters_before_them() -> None:
+    out = compare_recorded(DATA / "mix_lmlp_fp32_md5_softmax")
+    fd, diagnosis = out.first_divergence, out.diagnosis
+    assert fd is not None and diagnosis is not None
+    assert (diagnosis.category, fd.module) == ("input_mismatch", "Functional.linear.4.forward")
+    assert diagnosis.details["computed_before_the_dump"] is True
