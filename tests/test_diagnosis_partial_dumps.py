@@ -145,3 +145,16 @@ def test_level_mix_listing_later_modules_says_the_difference_enters_before_them(
     assert fd is not None and diagnosis is not None
     assert (diagnosis.category, fd.module) == ("input_mismatch", "Functional.linear.4.forward")
     assert diagnosis.details["computed_before_the_dump"] is True
+
+
+def test_inputs_only_a_setting_the_numbers_hide_is_named_at_its_argument() -> None:
+    # eps 1e-6 for 1e-5 moves nothing beyond float32 precision; the dump records no output of the add, but its scalar
+    # argument, which differs, is recorded
+    out = compare_recorded(DATA / "inp_fp32_md5_eps")
+    fd, diagnosis = out.first_divergence, out.diagnosis
+    assert fd is not None and diagnosis is not None
+    assert (diagnosis.category, fd.module, fd.argument, fd.direction) == (
+        "operator_fault", "Tensor.__add__.0.forward", "input.1", "forward")
+    assert fd.difference == "1e-05 on the golden, 1e-06 on the target"
+    assert "the dump records none of its outputs (inputs only)" in fd.reason
+    assert untranslated([fd.reason, diagnosis.explanation]) == []

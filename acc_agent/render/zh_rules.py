@@ -286,6 +286,17 @@ RULES: list[tuple[str, str]] = [
      r"numbers here hide the change, but the two runs do not compute the same thing",
      "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；其输出 {out} 在精度范围内（允许误差的 {x} 倍），"
      "该方向的每个张量也都在精度范围内，数值掩盖了这一改变，但两侧计算的不是同一件事"),
+    (r"argument (?P<arg>\S+) of (?P<node>\S+) is (?P<tv>.+?) on the target but (?P<gv>.+?) on the golden; the dump "
+     r"records none of its outputs \(inputs only\), and every tensor stays within precision in the forward pass, but "
+     r"the gradient its backward sends on \((?P<back>\S+)\) is (?P<bx>\S+)x the allowed error while the gradients it "
+     r"received agree: the two runs do not compute the same thing",
+     "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；dump 没有记录它的任何输出（只记录输入），前向的每个张量都在精度"
+     "范围内，但它的反向传出的梯度 {back} 达到允许误差的 {bx} 倍，而它收到的梯度一致：两侧计算的不是同一件事"),
+    (r"argument (?P<arg>\S+) of (?P<node>\S+) is (?P<tv>.+?) on the target but (?P<gv>.+?) on the golden; the dump "
+     r"records none of its outputs \(inputs only\), and every tensor stays within precision in the pass, so the "
+     r"numbers here hide the change, but the two runs do not compute the same thing",
+     "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；dump 没有记录它的任何输出（只记录输入），该方向的每个张量都在"
+     "精度范围内，数值掩盖了这一改变，但两侧计算的不是同一件事"),
     (r"argument (?P<arg>\S+) of (?P<node>\S+) is (?P<tv>.+?) on the target but (?P<gv>.+?) on the golden; its tensor "
      r"inputs agree and its output (?P<out>\S+) differs \((?P<t_err>" + _B + r")\)",
      "{node} 的参数 {arg} 在目标侧为 {tv}，在 golden 侧为 {gv}；其张量输入一致，而输出 {out} 不同（{t_err}）"),

@@ -199,18 +199,17 @@ def reason(f: Finding, difference: str | None, use_bench: bool) -> str:
                     f"golden; its output {t.name} keeps the golden's Max/Min/Mean/Norm (values moved to other places "
                     f"keep them), and {f.shows_at.name}, the first later output that mixes positions, differs "
                     f"({error_text(f.shows_at)})")
+        stays = (f"its output {t.name} stays within precision ({fmt(t.excess, '.2g')}x the allowed error), as does "
+                 "every tensor of the" if not t.is_input else
+                 "the dump records none of its outputs (inputs only), and every tensor stays within precision in the")
         if f.hidden and f.backward_shows is not None:
             b = f.backward_shows
-            return (f"argument {arg} of {node.key} is {t_val} on the target but {g_val} on the "
-                    f"golden; its output {t.name} stays within precision ({fmt(t.excess, '.2g')}x the allowed error), as "
-                    f"does every tensor of the forward pass, but the gradient its backward sends on ({b.name}) is "
-                    f"{fmt(b.excess, '.2g')}x the allowed error while the gradients it received agree: the two runs do "
-                    "not compute the same thing")
+            return (f"argument {arg} of {node.key} is {t_val} on the target but {g_val} on the golden; {stays} forward "
+                    f"pass, but the gradient its backward sends on ({b.name}) is {fmt(b.excess, '.2g')}x the allowed "
+                    "error while the gradients it received agree: the two runs do not compute the same thing")
         if f.hidden:
-            return (f"argument {arg} of {node.key} is {t_val} on the target but {g_val} on the "
-                    f"golden; its output {t.name} stays within precision ({fmt(t.excess, '.2g')}x the allowed error), as "
-                    "does every tensor of the pass, so the numbers here hide the change, but the two runs do not "
-                    "compute the same thing")
+            return (f"argument {arg} of {node.key} is {t_val} on the target but {g_val} on the golden; {stays} pass, so "
+                    "the numbers here hide the change, but the two runs do not compute the same thing")
         return (f"argument {arg} of {node.key} is {t_val} on the target but {g_val} on the golden; its tensor "
                 f"inputs agree and its output {t.name} differs ({err})")
     if f.integers_made_by_target:

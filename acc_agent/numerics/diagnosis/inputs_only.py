@@ -15,7 +15,7 @@ from acc_agent.numerics.diagnosis.localise import Finding
 def producer_before(finding: Finding, graph: Graph, direction: str) -> Node | None:
     """The call just before the first divergence's call, when the pass records inputs only and its inputs agree."""
     t = finding.tensor
-    if finding.enters != "argument" or t.producer is not None or t.leaf != "other":
+    if finding.enters != "argument" or finding.scalar is not None or t.producer is not None or t.leaf != "other":
         return None
     in_pass = [x for x in graph.tensors if x.direction == direction]
     if not in_pass or any(not x.is_input for x in in_pass):
