@@ -739,9 +739,8 @@ def _input_mismatch(f: Finding, golden: Dump | None, target: Dump | None,
                     base: explain.JudgementFields) -> tuple[FirstDivergence, Diagnosis]:
     t = f.tensor
     transforms = _transforms([t], golden, target, input_side=True)
-    fd = FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=explain.metrics(t),
-                         reason="the first compared tensor already differs: the two runs were not fed the same data",
-                         direction=t.direction, argument=t.arg, enters_through="data_input")  # type: ignore[arg-type]
+    fd = explain.divergence_at(t, "the first compared tensor already differs: the two runs were not fed the same data",
+                               argument=t.arg, enters_through="data_input")
     if transforms:
         explanation = (f"The network input already differs ({t.name}); measured on the data: "
                        + "; ".join(x.description for x in transforms[:2]) + ".")

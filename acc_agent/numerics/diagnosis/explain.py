@@ -117,6 +117,14 @@ def first_divergence(f: Finding, reason: str, direction: str) -> FirstDivergence
     )
 
 
+def divergence_at(t: Tensor, reason: str, argument: str | None = None, enters_through: str = "operator"
+                  ) -> FirstDivergence:
+    """The first divergence at the tensor ``t`` itself (its call, its pass, its own figures), for the answers that name
+    a tensor rather than a call's jump between inputs and outputs."""
+    return FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=metrics(t), reason=reason,
+                           direction=t.direction, argument=argument, enters_through=enters_through)  # type: ignore[arg-type]
+
+
 def _ref(use_bench: bool) -> str:
     return f"{budgets.BENCH_RATIO:g}x the bench's error" if use_bench else "what its inputs' error and one rounding explain"
 
@@ -488,9 +496,8 @@ def layer_mismatch(t: Tensor, final: Tensor | None, transforms: list[InputTransf
                    base: JudgementFields) -> tuple[FirstDivergence, Diagnosis]:
     why = ("the next calls that take this tensor received the golden data" if consumers_agree else
            "the network's final outputs agree")
-    fd = FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=metrics(t),
-                         reason=f"a tensor is far beyond precision but {why}: a comparison/layout mismatch rather "
-                                "than a computation that went wrong", direction=t.direction)  # type: ignore[arg-type]
+    fd = divergence_at(t, f"a tensor is far beyond precision but {why}: a comparison/layout mismatch rather than a "
+                          "computation that went wrong")
     if transforms:
         facts = "; ".join(f"{x.row}: {x.description} (residual {x.residual:.2g})" for x in transforms[:3])
         explanation = (f"{t.name} is far off while {why}, and the data says why: {facts}. The pair matches after "

@@ -280,7 +280,7 @@ def build(rows: list[DumpRow], golden: Dump | None, target: Dump | None, bench: 
         arg = name[n_key + 1:] if name.startswith(key) and name[n_key:n_key + 1] == "." else name
         node = get_node(key)
         if node is None:
-            node = nodes[key] = Node(key, pos, direction=_direction(key))
+            node = nodes[key] = Node(key, pos, direction=pass_of(key))
         t = Tensor(row, pos, name, key, role, arg, measured[pos], node, direction=node.direction)
         (node.inputs if role == "input" or role == "parameters" else node.outputs).append(t)
         append(t)
@@ -354,7 +354,8 @@ def _nearest(cands: list[Node], pos: int) -> Node:
     return before[-1] if before else cands[0]
 
 
-def _direction(key: str) -> str:
+def pass_of(key: str) -> str:
+    """The pass a call key belongs to: ``backward`` for a backward call or a parameter gradient, else ``forward``."""
     return "backward" if (".backward" in key or "parameters_grad" in key) else "forward"
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from acc_agent.models.diagnosis import Diagnosis, FirstDivergence
 from acc_agent.numerics import budgets
 from acc_agent.numerics.diagnosis import explain
-from acc_agent.numerics.diagnosis.graph import Graph, Tensor
+from acc_agent.numerics.diagnosis.graph import Graph, Tensor, pass_of
 from acc_agent.numerics.diagnosis.localise import Finding
 from acc_agent.numerics.diagnosis.measure import entry
 
@@ -69,10 +69,8 @@ def before_the_dump(f: Finding, base: explain.JudgementFields) -> tuple[FirstDiv
     """The first recorded tensor differs and calls the dump does not record computed it (see
     :func:`computed_before_the_dump`)."""
     t = f.tensor
-    fd = FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=explain.metrics(t),
-                         reason="the first compared tensor already differs, and it requires grad: calls before the "
-                                "recorded part of the step computed it",
-                         direction=t.direction, argument=t.arg, enters_through="data_input")  # type: ignore[arg-type]
+    fd = explain.divergence_at(t, "the first compared tensor already differs, and it requires grad: calls before the "
+                                  "recorded part of the step computed it", argument=t.arg, enters_through="data_input")
     explanation = (f"{t.name}, which the first calls this dump records take in, already differs "
                    f"({explain.error_text(t)}), and it requires grad on both sides: the network computed it, in calls "
                    f"before the ones this dump records ({t.key} is the first to take it), so it is not data fed in. "
@@ -99,10 +97,9 @@ def backward_starts_otherwise(f: Finding, graph: Graph, base: explain.JudgementF
              "loss, or calls the dump does not record (msprobe's list or scope leaves them out)" if last is not None
              else "the dump records no forward pass (msprobe's data_mode): the loss or a forward call computes "
                   "another result on the two sides")
-    fd = FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=explain.metrics(t),
-                         reason="the gradient the backward pass starts from already differs: what follows the last "
-                                "recorded forward call computes otherwise",
-                         direction="backward", argument=t.arg, enters_through="between_operators")
+    fd = explain.divergence_at(t, "the gradient the backward pass starts from already differs: what follows the last "
+                                  "recorded forward call computes otherwise", argument=t.arg,
+                               enters_through="between_operators")
     explanation = (f"the gradient the backward pass starts from, {t.name}, already differs "
                    f"({explain.error_text(t)}), so the runs part ways before any recorded backward call: {where}.")
     return fd, Diagnosis(
@@ -134,6 +131,4 @@ def say_which_pass_one_side_lacks(graph: Graph, golden: Dump | None, target: Dum
 def _entries_in_pass(dump: Dump | None, direction: str) -> int:
     if dump is None:
         return 0
-    marker = f".{direction}"
-    return sum(1 for e in dump.entries if marker in e.module_key or (direction == "backward"
-                                                                        and ".parameters_grad" in e.module_key))
+    return sum(1 for e in dump.entries if pass_of(e.module_key) == direction)

@@ -133,9 +133,8 @@ def unpaired_calls(t: Tensor, target_calls: list[str], golden_calls: list[str], 
                          f"does not (first: {calls[0]})"
                          for side, other, calls in (("target", "golden", target_calls), ("golden", "target", golden_calls))
                          if calls)
-    fd = FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=explain.metrics(t),
-                         reason=f"the first tensor both runs record already differs, but {unpaired}: what those calls "
-                                "computed was not compared", direction=t.direction)  # type: ignore[arg-type]
+    fd = explain.divergence_at(t, f"the first tensor both runs record already differs, but {unpaired}: what those "
+                                  "calls computed was not compared")
     explanation = (f"The first tensor both runs record, {t.name}, already differs ({explain.error_text(t)}), but "
                    f"{unpaired}. So it is what calls that were not compared made, not necessarily the data both runs "
                    "were fed: the runs execute different code. In eval mode or under torch.no_grad(), "
@@ -160,11 +159,9 @@ def _longer_forward(t: Tensor, target_calls: list[str], golden_calls: list[str],
     other = "target" if side == "golden" else "golden"
     many = len(calls) > 1
     span = f"{calls[0]} .. {calls[-1]}" if many else calls[0]
-    fd = FirstDivergence(name=t.name, index=int(t.row.index), module=t.key, output_metrics=explain.metrics(t),
-                         reason=(f"the {side}'s forward pass goes on after {last}, the last forward call both runs "
-                                 f"record, with {len(calls)} call{'s' * many} the {other} does not make ({span}), so the "
-                                 "backward pass starts from another gradient"),
-                         direction=t.direction)  # type: ignore[arg-type]
+    fd = explain.divergence_at(t, f"the {side}'s forward pass goes on after {last}, the last forward call both runs "
+                                  f"record, with {len(calls)} call{'s' * many} the {other} does not make ({span}), so "
+                                  "the backward pass starts from another gradient")
     explanation = (f"Every forward tensor both runs record agrees, but the {side} ends its forward pass with "
                    f"{len(calls)} more call{'s' * many} after {last} ({span}): the two runs compute another result "
                    f"there (a loss with another term, a head one side leaves out). The backward pass starts from that "
